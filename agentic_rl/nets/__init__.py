@@ -1,0 +1,1 @@
+"""Neural network building blocks (plain ``nn.Module``s, no training logic)."""

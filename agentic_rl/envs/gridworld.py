@@ -1,0 +1,363 @@
+"""Discrete goal-conditioned grid worlds (SPEC E2): open room, FourRooms and key-door.
+
+Layouts are lists of strings: ``#`` wall, ``.``/space floor, ``S`` start, ``G`` goal, ``K`` key,
+``D`` door (passable only once the key has been picked up by stepping on ``K``). Actions are
+``0 up, 1 right, 2 down, 3 left``; bumping into a wall (or a locked door) leaves the agent in place.
+
+Observations are dicts: ``observation = [row, col, has_key]``, ``achieved_goal = [row, col]``,
+``desired_goal = [row, col]``; coordinates are scaled to [-1, 1] so a Manager's tanh-bounded goal
+lives in the same box. The reward is sparse (1 on reaching the goal cell, else 0) and reaching the
+goal terminates the episode; hitting the step limit truncates it. ``GridWorldEnv`` steps one grid
+and ``BatchGridWorld`` steps many at once with numpy (same transition code, gymnasium's
+``SAME_STEP`` autoreset semantics).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+DELTAS = np.array([[-1, 0], [0, 1], [1, 0], [0, -1]], dtype=np.int64)
+
+LAYOUTS: dict[str, list[str]] = {
+    "fourrooms": [
+        "#############",
+        "#     #    G#",
+        "#     #     #",
+        "#           #",
+        "#     #     #",
+        "#     #     #",
+        "## ####     #",
+        "#     ### ###",
+        "#     #     #",
+        "#     #     #",
+        "#S          #",
+        "#     #     #",
+        "#############",
+    ],
+    # Shortest solution: S -> K (16) -> D (13) -> G (13) = 42 steps.
+    "keydoor": [
+        "#####################",
+        "#K        #         #",
+        "#         #         #",
+        "#         #         #",
+        "#         #         #",
+        "#         D         #",
+        "#         #         #",
+        "#         #         #",
+        "#         #         #",
+        "#        S#        G#",
+        "#####################",
+    ],
+}
+
+
+def open_room(size: int) -> list[str]:
+    """An empty ``size x size`` floor surrounded by walls, start top-left, goal bottom-right."""
+    if size < 2:
+        raise ValueError(f"open room size must be >= 2, got {size}")
+    inner = [" " * size for _ in range(size)]
+    inner[0] = "S" + inner[0][1:]
+    inner[-1] = inner[-1][:-1] + "G"
+    return ["#" * (size + 2)] + [f"#{row}#" for row in inner] + ["#" * (size + 2)]
+
+
+@dataclass(frozen=True)
+class GridLayout:
+    """A parsed layout: ``walls [H, W]`` bool and the special cells as ``(row, col)``."""
+
+    walls: np.ndarray
+    start: tuple[int, int] | None
+    goal: tuple[int, int] | None
+    key: tuple[int, int] | None
+    door: tuple[int, int] | None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.walls.shape  # type: ignore[return-value]
+
+    def free_cells(self) -> np.ndarray:
+        """Floor cells other than the key and door, ``[F, 2]``."""
+        free = ~self.walls
+        for cell in (self.key, self.door):
+            if cell is not None:
+                free[cell] = False
+        return np.argwhere(free)
+
+
+def parse_layout(rows: Sequence[str]) -> GridLayout:
+    """Parse a layout; raises ``ValueError`` naming the problem for a malformed map."""
+    if not rows or len({len(r) for r in rows}) != 1:
+        raise ValueError("layout rows must be non-empty and all of the same length")
+    chars = np.array([list(r) for r in rows])
+    unknown = set(np.unique(chars)) - set("#. SGKD")
+    if unknown:
+        raise ValueError(f"unknown layout characters {sorted(unknown)}; use '#. SGKD'")
+    walls = chars == "#"
+    if not (walls[0].all() and walls[-1].all() and walls[:, 0].all() and walls[:, -1].all()):
+        raise ValueError("layout must be enclosed by walls ('#') on every side")
+
+    def find(ch: str) -> tuple[int, int] | None:
+        cells = np.argwhere(chars == ch)
+        if len(cells) > 1:
+            raise ValueError(f"layout has {len(cells)} {ch!r} cells; at most one allowed")
+        return (int(cells[0][0]), int(cells[0][1])) if len(cells) else None
+
+    layout = GridLayout(walls, find("S"), find("G"), find("K"), find("D"))
+    if (layout.key is None) != (layout.door is None):
+        raise ValueError("a layout needs both a key 'K' and a door 'D', or neither")
+    return layout
+
+
+def resolve_layout(layout: str | Sequence[str], size: int) -> GridLayout:
+    """``"open"`` (uses ``size``), a name in ``LAYOUTS``, or explicit rows."""
+    if isinstance(layout, str):
+        if layout == "open":
+            return parse_layout(open_room(size))
+        if layout not in LAYOUTS:
+            raise ValueError(f"unknown layout {layout!r}; choose 'open' or one of {sorted(LAYOUTS)}")
+        return parse_layout(LAYOUTS[layout])
+    return parse_layout(layout)
+
+
+class GridCore:
+    """Vectorised grid dynamics shared by the single and the batch environment."""
+
+    def __init__(self, layout: GridLayout) -> None:
+        self.layout = layout
+        height, width = layout.shape
+        if min(height, width) < 4:
+            raise ValueError(f"layout {height}x{width} too small: need >= 2 inner rows and columns")
+        # Inner cells (1 .. H-2) map onto [-1, 1]; the outer wall ring is never occupied.
+        self.scale = np.array([2.0 / (height - 3), 2.0 / (width - 3)], dtype=np.float32)
+        self.goal_tolerance = float(0.5 * self.scale.min())
+
+    def to_coords(self, cells: np.ndarray) -> np.ndarray:
+        """Integer cells ``[..., 2]`` -> float32 coordinates in [-1, 1]."""
+        return np.clip((cells - 1) * self.scale - 1.0, -1.0, 1.0).astype(np.float32)
+
+    def blocked(self, targets: np.ndarray, has_key: np.ndarray) -> np.ndarray:
+        """Whether each target cell ``[N, 2]`` is a wall or a locked door, ``[N]``."""
+        out = self.layout.walls[targets[:, 0], targets[:, 1]]
+        if self.layout.door is not None:
+            out = out | ((targets == self.layout.door).all(-1) & ~has_key)
+        return out
+
+    def move(
+        self, pos: np.ndarray, has_key: np.ndarray, actions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Apply actions ``[N]`` to positions ``[N, 2]``; returns new positions and key flags."""
+        targets = pos + DELTAS[actions]
+        new_pos = np.where(self.blocked(targets, has_key)[:, None], pos, targets)
+        if self.layout.key is not None:
+            has_key = has_key | (new_pos == self.layout.key).all(-1)
+        return new_pos, has_key
+
+    def action_mask(self, pos: np.ndarray, has_key: np.ndarray) -> np.ndarray:
+        """Moves that change the position, ``[N, 4]`` bool."""
+        targets = pos[:, None, :] + DELTAS[None]
+        flat = self.blocked(targets.reshape(-1, 2), np.repeat(has_key, 4))
+        return ~flat.reshape(-1, 4)
+
+    def observe(self, pos: np.ndarray, has_key: np.ndarray, goal: np.ndarray) -> dict:
+        coords = self.to_coords(pos)
+        observation = np.concatenate([coords, has_key[:, None].astype(np.float32)], axis=-1)
+        return {"observation": observation, "achieved_goal": coords, "desired_goal": self.to_coords(goal)}
+
+    def compute_reward(self, achieved: np.ndarray, desired: np.ndarray, info: Any) -> np.ndarray:
+        """Sparse reward ``[...]``: 1.0 where achieved and desired goals are the same cell."""
+        diff = np.abs(np.asarray(achieved) - np.asarray(desired))
+        return np.all(diff < self.goal_tolerance, axis=-1).astype(np.float32)
+
+    def sample_cells(self, fixed: tuple[int, int] | None, count: int, rng: np.random.Generator):
+        """``fixed`` repeated, or uniformly random free cells when ``fixed`` is None, ``[count, 2]``."""
+        if fixed is not None:
+            return np.tile(np.array(fixed, dtype=np.int64), (count, 1))
+        free = self.layout.free_cells()
+        return free[rng.integers(0, len(free), size=count)].astype(np.int64)
+
+
+def _spaces(core: GridCore) -> spaces.Dict:
+    coords = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+    return spaces.Dict(
+        {
+            "observation": spaces.Box(
+                np.array([-1, -1, 0], np.float32), np.ones(3, np.float32), dtype=np.float32
+            ),
+            "achieved_goal": coords,
+            "desired_goal": coords,
+        }
+    )
+
+
+class GridWorldEnv(gym.Env):
+    """One goal-conditioned grid world.
+
+    Args:
+        layout: ``"open"``, ``"fourrooms"``, ``"keydoor"`` or explicit rows.
+        size: side of the open room (only for ``layout="open"``).
+        max_episode_steps: step limit (truncation).
+        random_start: start in a uniformly random free cell instead of ``S``.
+        random_goal: goal in a uniformly random free cell instead of ``G``.
+        render_mode: ``None`` or ``"ansi"``.
+    """
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        layout: str | Sequence[str] = "fourrooms",
+        size: int = 8,
+        max_episode_steps: int = 100,
+        random_start: bool = False,
+        random_goal: bool = False,
+        render_mode: str | None = None,
+    ) -> None:
+        self.core = GridCore(resolve_layout(layout, size))
+        lay = self.core.layout
+        if (lay.start is None and not random_start) or (lay.goal is None and not random_goal):
+            raise ValueError("layout lacks 'S' or 'G'; add it or set random_start/random_goal")
+        if max_episode_steps < 1:
+            raise ValueError(f"max_episode_steps must be >= 1, got {max_episode_steps}")
+        self.max_episode_steps = max_episode_steps
+        self.random_start, self.random_goal = random_start, random_goal
+        self.render_mode = render_mode
+        self.observation_space = _spaces(self.core)
+        self.action_space = spaces.Discrete(4)
+        self._pos = np.zeros((1, 2), np.int64)
+        self._goal = np.zeros((1, 2), np.int64)
+        self._has_key = np.zeros(1, bool)
+        self._steps = 0
+
+    def compute_reward(self, achieved_goal, desired_goal, info) -> np.ndarray:
+        """Vectorised sparse reward, ``[...]`` float32 (same convention as gymnasium-robotics)."""
+        return self.core.compute_reward(achieved_goal, desired_goal, info)
+
+    def action_mask(self) -> np.ndarray:
+        """Moves that change the position, ``[4]`` int8."""
+        return self.core.action_mask(self._pos, self._has_key)[0].astype(np.int8)
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        return {k: v[0] for k, v in self.core.observe(self._pos, self._has_key, self._goal).items()}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        rng, lay = self.np_random, self.core.layout
+        self._goal = self.core.sample_cells(None if self.random_goal else lay.goal, 1, rng)
+        self._pos = self.core.sample_cells(None if self.random_start else lay.start, 1, rng)
+        while self.random_start and (self._pos == self._goal).all():
+            self._pos = self.core.sample_cells(None, 1, rng)
+        self._has_key = np.zeros(1, bool)
+        self._steps = 0
+        return self._obs(), {"action_mask": self.action_mask(), "is_success": False}
+
+    def step(self, action):
+        if not self.action_space.contains(action):
+            raise ValueError(f"action {action!r} is not in {self.action_space}")
+        self._pos, self._has_key = self.core.move(self._pos, self._has_key, np.array([action]))
+        self._steps += 1
+        obs = self._obs()
+        reward = float(self.compute_reward(obs["achieved_goal"], obs["desired_goal"], None))
+        terminated = reward > 0.0
+        truncated = self._steps >= self.max_episode_steps and not terminated
+        info = {"action_mask": self.action_mask(), "is_success": terminated}
+        return obs, reward, terminated, truncated, info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        lay = self.core.layout
+        grid = np.where(lay.walls, "#", " ").astype("<U1")
+        if lay.key is not None and not self._has_key[0]:
+            grid[lay.key] = "K"
+        if lay.door is not None:
+            grid[lay.door] = "d" if self._has_key[0] else "D"
+        grid[tuple(self._goal[0])] = "G"
+        grid[tuple(self._pos[0])] = "A"
+        return "\n".join("".join(row) for row in grid)
+
+
+class BatchGridWorld(gym.vector.VectorEnv):
+    """``num_envs`` grid worlds stepped together with numpy (no Python loop over envs).
+
+    Follows gymnasium's ``SAME_STEP`` autoreset: an env that ends is reset inside ``step``; the
+    returned observation is the new episode's first, the last one is in ``info["final_obs"]``
+    (a dict of ``[N, ...]`` arrays, valid where ``info["_final_obs"]``). ``info["is_success"]`` and
+    ``info["action_mask"]`` are ``[N]`` / ``[N, 4]`` arrays. Same arguments as ``GridWorldEnv``.
+    """
+
+    metadata = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
+
+    def __init__(self, num_envs: int, seed: int | None = None, **env_kwargs: Any) -> None:
+        single = GridWorldEnv(**env_kwargs)
+        self.core, self.num_envs = single.core, num_envs
+        self.max_episode_steps = single.max_episode_steps
+        self.random_start, self.random_goal = single.random_start, single.random_goal
+        self.single_observation_space = single.observation_space
+        self.single_action_space = single.action_space
+        self.observation_space = gym.vector.utils.batch_space(single.observation_space, num_envs)
+        self.action_space = gym.vector.utils.batch_space(single.action_space, num_envs)
+        self.rng = np.random.default_rng(seed)
+        self.pos = np.zeros((num_envs, 2), np.int64)
+        self.goal = np.zeros((num_envs, 2), np.int64)
+        self.has_key = np.zeros(num_envs, bool)
+        self.steps = np.zeros(num_envs, np.int64)
+
+    def compute_reward(self, achieved_goal, desired_goal, info) -> np.ndarray:
+        return self.core.compute_reward(achieved_goal, desired_goal, info)
+
+    def _reset_rows(self, rows: np.ndarray) -> None:
+        count, lay = int(rows.sum()), self.core.layout
+        if count == 0:
+            return
+        goal = self.core.sample_cells(None if self.random_goal else lay.goal, count, self.rng)
+        pos = self.core.sample_cells(None if self.random_start else lay.start, count, self.rng)
+        clash = (pos == goal).all(-1) if self.random_start else np.zeros(count, bool)
+        while clash.any():
+            pos[clash] = self.core.sample_cells(None, int(clash.sum()), self.rng)
+            clash = (pos == goal).all(-1)
+        self.goal[rows], self.pos[rows] = goal, pos
+        self.has_key[rows], self.steps[rows] = False, 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        self._reset_rows(np.ones(self.num_envs, bool))
+        info = {"action_mask": self.core.action_mask(self.pos, self.has_key)}
+        return self.core.observe(self.pos, self.has_key, self.goal), info
+
+    def step(self, actions):
+        actions = np.asarray(actions, dtype=np.int64)
+        self.pos, self.has_key = self.core.move(self.pos, self.has_key, actions)
+        self.steps += 1
+        obs = self.core.observe(self.pos, self.has_key, self.goal)
+        reward = self.core.compute_reward(obs["achieved_goal"], obs["desired_goal"], None)
+        terminated = reward > 0.0
+        truncated = (self.steps >= self.max_episode_steps) & ~terminated
+        done = terminated | truncated
+        info: dict[str, Any] = {"is_success": terminated.copy()}
+        if done.any():
+            info["final_obs"], info["_final_obs"] = obs, done
+            self._reset_rows(done)
+            obs = self.core.observe(self.pos, self.has_key, self.goal)
+        info["action_mask"] = self.core.action_mask(self.pos, self.has_key)
+        return obs, reward, terminated, truncated, info
+
+
+ENV_IDS = {
+    "agentic_rl/GridWorld-v0": {"layout": "open", "size": 8, "max_episode_steps": 50},
+    "agentic_rl/FourRooms-v0": {"layout": "fourrooms", "max_episode_steps": 100},
+    "agentic_rl/KeyDoor-v0": {"layout": "keydoor", "max_episode_steps": 200},
+}
+
+
+def register_envs() -> None:
+    """Register the grid worlds with gymnasium (idempotent)."""
+    for env_id, kwargs in ENV_IDS.items():
+        if env_id not in gym.registry:
+            gym.register(env_id, entry_point=GridWorldEnv, kwargs=kwargs)

@@ -1,0 +1,107 @@
+"""Continuous mazes from gymnasium-robotics behind a goal-conditioned interface (SPEC E3).
+
+``PointMaze_UMaze-v3``, ``PointMaze_Medium-v3`` and ``AntMaze_UMaze-v5`` already return dict
+observations (``observation``, ``achieved_goal``, ``desired_goal``). ``GoalMaze`` adds what the
+rest of the framework expects from a goal-conditioned env: a vectorised ``compute_reward`` and
+``is_success`` (goal within ``SUCCESS_RADIUS``), ``info["is_success"]`` on every step, and
+float32 observations. ``continuing_task=False`` by default, so success terminates the episode.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import gymnasium_robotics
+import numpy as np
+from gymnasium import spaces
+
+SUCCESS_RADIUS = 0.45  # gymnasium-robotics' own goal radius (maze_v4.py)
+
+MAZE_IDS: dict[str, str] = {
+    "agentic_rl/PointMaze_UMaze-v3": "PointMaze_UMaze-v3",
+    "agentic_rl/PointMaze_Medium-v3": "PointMaze_Medium-v3",
+    "agentic_rl/AntMaze_UMaze-v5": "AntMaze_UMaze-v5",
+}
+
+
+def is_success(achieved_goal: np.ndarray, desired_goal: np.ndarray) -> np.ndarray:
+    """``||achieved - desired|| <= SUCCESS_RADIUS`` over the last axis, ``[...]`` bool."""
+    return np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1) <= (
+        SUCCESS_RADIUS
+    )
+
+
+class GoalMaze(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Goal-conditioned view of a gymnasium-robotics maze (float32 dict observations)."""
+
+    def __init__(self, env: gym.Env, reward_type: str = "sparse") -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, reward_type=reward_type)
+        gym.Wrapper.__init__(self, env)
+        if reward_type not in ("sparse", "dense"):
+            raise ValueError(f"reward_type must be 'sparse' or 'dense', got {reward_type!r}")
+        self.reward_type = reward_type
+        self.observation_space = spaces.Dict(
+            {
+                key: spaces.Box(
+                    space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32
+                )
+                for key, space in env.observation_space.spaces.items()
+            }
+        )
+
+    @staticmethod
+    def _cast(obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {key: np.asarray(value, dtype=np.float32) for key, value in obs.items()}
+
+    def compute_reward(self, achieved_goal, desired_goal, info: Any) -> np.ndarray:
+        """Vectorised reward ``[...]``: sparse 1/0 success, or dense ``exp(-distance)``."""
+        if self.reward_type == "sparse":
+            return is_success(achieved_goal, desired_goal).astype(np.float32)
+        distance = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
+        return np.exp(-distance).astype(np.float32)
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        obs = self._cast(obs)
+        info["is_success"] = bool(is_success(obs["achieved_goal"], obs["desired_goal"]))
+        return obs, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        obs = self._cast(obs)
+        info["is_success"] = bool(is_success(obs["achieved_goal"], obs["desired_goal"]))
+        return obs, float(reward), bool(terminated), bool(truncated), info
+
+
+def make_maze(
+    name: str,
+    continuing_task: bool = False,
+    reward_type: str = "sparse",
+    max_episode_steps: int | None = None,
+    **kwargs: Any,
+) -> GoalMaze:
+    """Build a goal-conditioned maze.
+
+    Args:
+        name: a gymnasium-robotics id from ``MAZE_IDS`` values (``"PointMaze_UMaze-v3"``, ...).
+        continuing_task: keep going after success (gymnasium-robotics' default); False ends it.
+        reward_type: ``"sparse"`` or ``"dense"``.
+        max_episode_steps: step limit; None keeps the registered one.
+        **kwargs: passed to the underlying env (e.g. ``maze_map``, ``render_mode``).
+    """
+    if name not in MAZE_IDS.values():
+        raise ValueError(f"unknown maze {name!r}; choose one of {sorted(MAZE_IDS.values())}")
+    gym.register_envs(gymnasium_robotics)
+    extra = {} if max_episode_steps is None else {"max_episode_steps": max_episode_steps}
+    env = gym.make(
+        name, continuing_task=continuing_task, reward_type=reward_type, **extra, **kwargs
+    )
+    return GoalMaze(env, reward_type=reward_type)
+
+
+def register_maze_envs() -> None:
+    """Register ``agentic_rl/<maze id>`` for each maze (idempotent)."""
+    for env_id, name in MAZE_IDS.items():
+        if env_id not in gym.registry:
+            gym.register(env_id, entry_point=make_maze, kwargs={"name": name})

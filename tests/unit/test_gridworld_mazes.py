@@ -1,0 +1,44 @@
+"""gymnasium-robotics mazes through the goal-conditioned interface."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from agentic_rl.envs.mazes import SUCCESS_RADIUS, is_success, make_maze, register_maze_envs
+
+
+@pytest.mark.parametrize("name", ["PointMaze_UMaze-v3", "PointMaze_Medium-v3", "AntMaze_UMaze-v5"])
+def test_mazes_pass_checker_and_expose_goal_interface(name):
+    env = make_maze(name)
+    check_env(env, skip_render_check=True)
+    obs, info = env.reset(seed=0)
+    assert obs["observation"].dtype == np.float32 and "is_success" in info
+    achieved = np.stack([obs["desired_goal"], obs["desired_goal"] + 1.0])
+    desired = np.stack([obs["desired_goal"], obs["desired_goal"]])
+    np.testing.assert_array_equal(env.compute_reward(achieved, desired, {}), [1.0, 0.0])
+    obs, reward, term, trunc, info = env.step(env.action_space.sample())
+    assert reward == float(info["is_success"])
+
+
+def test_success_terminates_episode_by_default():
+    env = make_maze("PointMaze_UMaze-v3")
+    obs, _ = env.reset(seed=0)
+    base = env.unwrapped
+    base.goal = obs["achieved_goal"].astype(np.float64)  # put the goal under the ball
+    obs, reward, term, trunc, info = env.step(np.zeros(2, np.float32))
+    assert reward == 1.0 and term and not trunc and info["is_success"]
+
+
+def test_is_success_radius_and_registration():
+    assert is_success(np.zeros(2), np.array([SUCCESS_RADIUS - 1e-3, 0.0]))
+    assert not is_success(np.zeros(2), np.array([SUCCESS_RADIUS + 1e-3, 0.0]))
+    register_maze_envs()
+    register_maze_envs()
+    env = gym.make("agentic_rl/PointMaze_UMaze-v3", max_episode_steps=20)
+    env.reset(seed=0)
+    for _ in range(20):
+        _, _, term, trunc, _ = env.step(np.zeros(2, np.float32))
+    assert trunc and not term

@@ -1,0 +1,307 @@
+"""Sound output bounds of a policy network over a box of inputs (capability V4).
+
+Supported layers of an ``nn.Sequential`` (nested Sequentials are flattened): ``nn.Linear``,
+``nn.ReLU``, ``nn.Tanh``, ``nn.LayerNorm`` (last dimension), ``nn.Identity`` and the two input
+layers defined here, :class:`Affine` (elementwise ``x * scale + shift``, e.g. the observation
+normaliser ``(x - mean) / std``) and :class:`Clamp`. ``normalised_policy`` prepends them to the
+actor's deterministic net so a box of *raw* states can be verified.
+
+Two methods, both sound (every input in the box maps inside the bounds), computed in float64:
+
+* **IBP** (interval bound propagation): intervals pushed layer by layer.
+* **CROWN** (backward linear relaxation): each nonlinearity is enclosed between two lines valid on
+  its input interval and the network is back-substituted to the input (or to the output of the
+  latest LayerNorm, which is bounded by interval arithmetic, so the relaxation restarts there).
+  ReLU: chord as upper line, adaptive lower slope (1 if ``u > -l`` else 0). Tanh and Clamp: two
+  lines parallel to the chord through ``[l, u]``, with intercepts given by the exact minimum and
+  maximum of ``f(x) - slope * x`` over ``[l, u]`` (attained at the ends or at the stationary points
+  ``+-acosh(1/sqrt(slope))`` for tanh, at the breakpoints for clamp). Pre-activation bounds are
+  CROWN intersected with IBP; the bounds of monotone layers are the image of their input bounds.
+
+Why not auto_LiRPA (checked 2026-12-02 in a throwaway venv with torch 2.13.0+cpu): the newest
+PyPI release, auto_LiRPA 0.3, declares ``torch>=1.8.0,<1.13.0`` so pip refuses to resolve it
+(ResolutionImpossible). Installed with ``--no-deps`` it fails on import: with numpy 2,
+``ModuleNotFoundError: No module named 'numpy.lib.arraysetops'``; with numpy 1.26,
+``ImportError: cannot import name '_set_opset_version' from 'torch.onnx.symbolic_helper'``.
+So the MLP case is implemented here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+Tensor = torch.Tensor
+_DT = torch.float64
+_ELEMENTWISE = (nn.ReLU, nn.Tanh)
+
+
+class Affine(nn.Module):
+    """Elementwise ``x * scale + shift``; ``scale, shift [d]``."""
+
+    def __init__(self, scale: Tensor, shift: Tensor) -> None:
+        super().__init__()
+        self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float32).clone())
+        self.register_buffer("shift", torch.as_tensor(shift, dtype=torch.float32).clone())
+
+    @classmethod
+    def normaliser(cls, mean: Tensor, var: Tensor, eps: float = 1e-8) -> "Affine":
+        """``(x - mean) / sqrt(var + eps)`` as an Affine layer."""
+        std = torch.sqrt(torch.as_tensor(var, dtype=torch.float64) + eps)
+        mean = torch.as_tensor(mean, dtype=torch.float64)
+        return cls(1.0 / std, -mean / std)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x * self.scale + self.shift
+
+
+class Clamp(nn.Module):
+    """Elementwise ``clamp(x, low, high)`` with scalar limits."""
+
+    def __init__(self, low: float, high: float) -> None:
+        super().__init__()
+        if low > high:
+            raise ValueError(f"Clamp needs low <= high, got {low} > {high}")
+        self.low, self.high = float(low), float(high)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.clamp(self.low, self.high)
+
+
+def normalised_policy(
+    net: nn.Sequential, mean: Tensor, var: Tensor, clip: float = 5.0, eps: float = 1e-8
+) -> nn.Sequential:
+    """``net(clamp((x - mean) / sqrt(var + eps), -clip, clip))`` as one Sequential.
+
+    ``mean, var [d]`` are the concatenated observation/goal normaliser statistics.
+    """
+    return nn.Sequential(Affine.normaliser(mean, var, eps), Clamp(-clip, clip), *layers_of(net))
+
+
+def layers_of(net: nn.Module) -> list[nn.Module]:
+    """Flatten nested Sequentials and check every layer is supported."""
+    if isinstance(net, nn.Sequential):
+        return [layer for child in net for layer in layers_of(child)]
+    if isinstance(net, nn.Identity):
+        return []
+    if isinstance(net, nn.LayerNorm) and len(net.normalized_shape) != 1:
+        raise TypeError("only LayerNorm over the last dimension can be bounded")
+    if isinstance(net, (nn.Linear, Affine, Clamp, nn.LayerNorm, *_ELEMENTWISE)):
+        return [net]
+    raise TypeError(
+        f"cannot bound layer {type(net).__name__}; supported: Linear, ReLU, Tanh, LayerNorm, "
+        "Identity, Affine, Clamp (wrap the policy as such an nn.Sequential)"
+    )
+
+
+def _boxes(low: Tensor, high: Tensor) -> tuple[Tensor, Tensor, bool]:
+    low = torch.as_tensor(low, dtype=_DT)
+    high = torch.as_tensor(high, dtype=_DT)
+    if low.shape != high.shape or low.dim() not in (1, 2):
+        raise ValueError(f"low/high must both be [d] or [B, d], got {low.shape} and {high.shape}")
+    if (low > high).any():
+        raise ValueError("every low must be <= the matching high")
+    single = low.dim() == 1
+    return (low[None], high[None], single) if single else (low, high, single)
+
+
+def _linear_parts(layer: nn.Module) -> tuple[Tensor, Tensor]:
+    """``(W [out, in], b [out])`` of a Linear, or ``(scale [d], shift [d])`` of an Affine."""
+    if isinstance(layer, Affine):
+        return layer.scale.detach().to(_DT), layer.shift.detach().to(_DT)
+    bias = layer.bias if layer.bias is not None else torch.zeros(layer.out_features)
+    return layer.weight.detach().to(_DT), bias.detach().to(_DT)
+
+
+def _monotone(layer: nn.Module, x: Tensor) -> Tensor:
+    if isinstance(layer, nn.ReLU):
+        return x.clamp_min(0.0)
+    if isinstance(layer, nn.Tanh):
+        return torch.tanh(x)
+    return x.clamp(layer.low, layer.high)
+
+
+def layernorm_interval(layer: nn.LayerNorm, lo: Tensor, hi: Tensor) -> tuple[Tensor, Tensor]:
+    """Interval bounds of a LayerNorm, ``[B, n] -> [B, n]``.
+
+    The centred value ``c = x - mean(x)`` is linear (exact interval); the variance is bounded by
+    the per-entry extremes of ``c^2``; ``|c_i| / sqrt(var + eps) <= sqrt(n - 1)`` caps the result.
+    """
+    n = lo.shape[-1]
+    centre_map = torch.eye(n, dtype=_DT) - 1.0 / n
+    mid, rad = (lo + hi) / 2, (hi - lo) / 2
+    c_mid, c_rad = mid @ centre_map.T, rad @ centre_map.abs().T
+    c_lo, c_hi = c_mid - c_rad, c_mid + c_rad
+    sq_lo = torch.where(c_lo > 0, c_lo**2, torch.where(c_hi < 0, c_hi**2, torch.zeros_like(c_lo)))
+    sq_hi = torch.maximum(c_lo**2, c_hi**2)
+    inv_lo = 1.0 / torch.sqrt(sq_hi.mean(-1, keepdim=True) + layer.eps)
+    inv_hi = 1.0 / torch.sqrt(sq_lo.mean(-1, keepdim=True) + layer.eps)
+    cap = math.sqrt(max(n - 1, 0))
+    y_lo = torch.minimum(c_lo * inv_lo, c_lo * inv_hi).clamp(-cap, cap)
+    y_hi = torch.maximum(c_hi * inv_lo, c_hi * inv_hi).clamp(-cap, cap)
+    if layer.weight is None:
+        return y_lo, y_hi
+    weight = layer.weight.detach().to(_DT)
+    bias = layer.bias.detach().to(_DT) if layer.bias is not None else torch.zeros_like(weight)
+    out_a, out_b = y_lo * weight + bias, y_hi * weight + bias
+    return torch.minimum(out_a, out_b), torch.maximum(out_a, out_b)
+
+
+def _ibp_layer(layer: nn.Module, lo: Tensor, hi: Tensor) -> tuple[Tensor, Tensor]:
+    if isinstance(layer, (nn.Linear, Affine)):
+        weight, bias = _linear_parts(layer)
+        mid, rad = (lo + hi) / 2, (hi - lo) / 2
+        if isinstance(layer, Affine):
+            return mid * weight + bias - rad * weight.abs(), mid * weight + bias + rad * weight.abs()
+        centre, radius = mid @ weight.T + bias, rad @ weight.abs().T
+        return centre - radius, centre + radius
+    if isinstance(layer, nn.LayerNorm):
+        return layernorm_interval(layer, lo, hi)
+    return _monotone(layer, lo), _monotone(layer, hi)
+
+
+def interval_bounds(net: nn.Module, low: Tensor, high: Tensor) -> tuple[Tensor, Tensor]:
+    """IBP bounds of ``net`` over the box ``[low, high]``.
+
+    Args:
+        net: supported ``nn.Sequential``.
+        low, high: ``[d]`` or ``[B, d]`` (B boxes at once).
+
+    Returns:
+        ``(lo, hi)``, ``[k]`` or ``[B, k]`` float64.
+    """
+    lo, hi, single = _boxes(low, high)
+    for layer in layers_of(net):
+        lo, hi = _ibp_layer(layer, lo, hi)
+    return (lo[0], hi[0]) if single else (lo, hi)
+
+
+def _parallel_lines(
+    f_minus_line: Callable[[Tensor], Tensor], lo: Tensor, hi: Tensor, points: list[Tensor]
+) -> tuple[Tensor, Tensor]:
+    """Intercepts of the two parallel lines enclosing ``f`` on ``[lo, hi]``, each ``[B, n]``.
+
+    ``f_minus_line(x)`` is ``f(x) - slope * x``; its extremes over ``[lo, hi]`` lie among
+    ``points`` (clipped into the interval). A relative 1e-12 margin covers float64 rounding.
+    """
+    values = torch.stack([f_minus_line(p.clamp(lo, hi)) for p in points])
+    scale = 1e-12 * (1.0 + values.abs().amax(0))
+    return values.amin(0) - scale, values.amax(0) + scale
+
+
+def relaxation(layer: nn.Module, lo: Tensor, hi: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Linear bounds ``ls*x + lb <= f(x) <= us*x + ub`` valid on ``[lo, hi]``; all ``[B, n]``."""
+    width = hi - lo
+    tiny = width < 1e-12
+    safe_width = torch.where(tiny, torch.ones_like(width), width)
+    if isinstance(layer, nn.ReLU):
+        cross = (lo < 0) & (hi > 0)
+        upper_slope = torch.where(cross, hi / safe_width, (lo >= 0).to(_DT))
+        upper_bias = torch.where(cross, -lo * hi / safe_width, torch.zeros_like(lo))
+        lower_slope = torch.where(cross, (hi > -lo).to(_DT), (lo >= 0).to(_DT))
+        return lower_slope, torch.zeros_like(lo), upper_slope, upper_bias
+    if isinstance(layer, nn.Tanh):
+        mid_slope = 1.0 - torch.tanh((lo + hi) / 2) ** 2
+        chord = (torch.tanh(hi) - torch.tanh(lo)) / safe_width
+        slope = torch.where(tiny, mid_slope, chord).clamp(0.0, 1.0)
+        turn = torch.acosh(1.0 / torch.sqrt(slope.clamp_min(1e-300)))
+        lower, upper = _parallel_lines(
+            lambda x: torch.tanh(x) - slope * x, lo, hi, [lo, hi, turn, -turn]
+        )
+        return slope, lower, slope, upper
+    out_lo, out_hi = _monotone(layer, lo), _monotone(layer, hi)
+    slope = torch.where(tiny, ((lo >= layer.low) & (hi <= layer.high)).to(_DT),
+                        (out_hi - out_lo) / safe_width)
+    breaks = [lo, hi, torch.full_like(lo, layer.low), torch.full_like(lo, layer.high)]
+    lower, upper = _parallel_lines(lambda x: _monotone(layer, x) - slope * x, lo, hi, breaks)
+    return slope, lower, slope, upper
+
+
+@dataclass
+class LinearBounds:
+    """``lA x + lb <= C y <= uA x + ub`` for x in the box; ``A [B, k, d]``, ``b [B, k]``.
+
+    ``x`` is the network input, or the output of the last LayerNorm when ``from_input`` is False.
+    """
+
+    lA: Tensor
+    lb: Tensor
+    uA: Tensor
+    ub: Tensor
+    lo: Tensor
+    hi: Tensor
+    from_input: bool
+
+
+def _backward(layers: list[nn.Module], relax: dict, spec: Tensor, stop: int,
+              box: tuple[Tensor, Tensor]) -> LinearBounds:
+    """Back-substitute ``spec [B, k, n_end]`` through ``layers`` down to index ``stop``."""
+    uA, lA = spec.clone(), spec.clone()
+    ub = torch.zeros(spec.shape[:2], dtype=_DT)
+    lb = torch.zeros_like(ub)
+    for index in range(len(layers) - 1, stop - 1, -1):
+        layer = layers[index]
+        if isinstance(layer, (nn.Linear, Affine)):
+            weight, bias = _linear_parts(layer)
+            ub, lb = ub + uA @ bias, lb + lA @ bias
+            uA, lA = (uA * weight, lA * weight) if isinstance(layer, Affine) else (uA @ weight, lA @ weight)
+            continue
+        ls, lbias, us, ubias = (t[:, None, :] for t in relax[index])
+        u_pos, u_neg, l_pos, l_neg = uA.clamp_min(0), uA.clamp_max(0), lA.clamp_min(0), lA.clamp_max(0)
+        ub = ub + (u_pos * ubias + u_neg * lbias).sum(-1)
+        lb = lb + (l_pos * lbias + l_neg * ubias).sum(-1)
+        uA, lA = u_pos * us + u_neg * ls, l_pos * ls + l_neg * us
+    mid, rad = ((box[0] + box[1]) / 2)[:, :, None], ((box[1] - box[0]) / 2)[:, :, None]
+    hi = (uA @ mid + uA.abs() @ rad)[..., 0] + ub
+    lo = (lA @ mid - lA.abs() @ rad)[..., 0] + lb
+    return LinearBounds(lA, lb, uA, ub, lo, hi, stop == 0)
+
+
+def crown_linear_bounds(net: nn.Module, low: Tensor, high: Tensor,
+                        spec: Tensor | None = None) -> LinearBounds:
+    """CROWN bounds of ``spec @ net(x)`` over boxes ``low, high [B, d]`` (or ``[d]``).
+
+    ``spec [k, n_out]`` (default identity). Returns linear and concrete bounds, batched ``[B, ...]``.
+    """
+    lo, hi, _ = _boxes(low, high)
+    layers = layers_of(net)
+    relax: dict[int, tuple[Tensor, ...]] = {}
+    stop, box = 0, (lo, hi)
+    for index, layer in enumerate(layers):
+        if isinstance(layer, nn.LayerNorm):
+            lo, hi = layernorm_interval(layer, lo, hi)
+            stop, box = index + 1, (lo, hi)
+            continue
+        if not isinstance(layer, (nn.Linear, Affine)):
+            relax[index] = relaxation(layer, lo, hi)
+            lo, hi = _monotone(layer, lo), _monotone(layer, hi)
+            continue
+        ibp_lo, ibp_hi = _ibp_layer(layer, lo, hi)
+        following = layers[index + 1] if index + 1 < len(layers) else None
+        if following is None or isinstance(following, (nn.Linear, Affine)):
+            lo, hi = ibp_lo, ibp_hi
+            continue
+        eye = torch.eye(ibp_lo.shape[-1], dtype=_DT).expand(ibp_lo.shape[0], -1, -1)
+        crown = _backward(layers[: index + 1], relax, eye, stop, box)
+        lo, hi = torch.maximum(ibp_lo, crown.lo), torch.minimum(ibp_hi, crown.hi)
+    n_out = lo.shape[-1]
+    spec = torch.eye(n_out, dtype=_DT) if spec is None else torch.as_tensor(spec, dtype=_DT)
+    if spec.dim() != 2 or spec.shape[1] != n_out:
+        raise ValueError(f"spec must be [k, {n_out}] for this network, got {tuple(spec.shape)}")
+    result = _backward(layers, relax, spec.expand(lo.shape[0], -1, -1), stop, box)
+    spec_pos, spec_neg = spec.clamp_min(0), spec.clamp_max(0)
+    result.lo = torch.maximum(result.lo, lo @ spec_pos.T + hi @ spec_neg.T)
+    result.hi = torch.minimum(result.hi, hi @ spec_pos.T + lo @ spec_neg.T)
+    return result
+
+
+def crown_bounds(net: nn.Module, low: Tensor, high: Tensor,
+                 spec: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """CROWN bounds ``(lo, hi)`` of ``spec @ net(x)``: ``[k]`` for one box, ``[B, k]`` for many."""
+    single = torch.as_tensor(low).dim() == 1
+    result = crown_linear_bounds(net, low, high, spec)
+    return (result.lo[0], result.hi[0]) if single else (result.lo, result.hi)

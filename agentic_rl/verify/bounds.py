@@ -41,12 +41,12 @@ _ELEMENTWISE = (nn.ReLU, nn.Tanh)
 
 
 class Affine(nn.Module):
-    """Elementwise ``x * scale + shift``; ``scale, shift [d]``."""
+    """Elementwise ``x * scale + shift``; ``scale, shift [d]`` kept in float64 (cast on use)."""
 
     def __init__(self, scale: Tensor, shift: Tensor) -> None:
         super().__init__()
-        self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float32).clone())
-        self.register_buffer("shift", torch.as_tensor(shift, dtype=torch.float32).clone())
+        self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float64).clone())
+        self.register_buffer("shift", torch.as_tensor(shift, dtype=torch.float64).clone())
 
     @classmethod
     def normaliser(cls, mean: Tensor, var: Tensor, eps: float = 1e-8) -> "Affine":
@@ -56,7 +56,7 @@ class Affine(nn.Module):
         return cls(1.0 / std, -mean / std)
 
     def forward(self, x: Tensor) -> Tensor:
-        return x * self.scale + self.shift
+        return x * self.scale.to(x.dtype) + self.shift.to(x.dtype)
 
 
 class Clamp(nn.Module):

@@ -1,0 +1,88 @@
+"""One-step models ``next_state = f(state, action)`` that an environment declares (V3, V4).
+
+Only affine models are supported: the shield projects actions exactly through them and the
+closed-loop verifier pushes linear bounds through them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+FETCH_POS_CONTROL_SCALE = 0.05
+"""Metres of mocap displacement per unit of FetchReach action (gymnasium-robotics
+``fetch/*`` environments multiply ``action[:3]`` by 0.05 before moving the mocap)."""
+
+
+@dataclass(frozen=True)
+class AffineStepModel:
+    """``next[indices] = state_matrix @ state + action_matrix @ action + offset``.
+
+    Entries of the state outside ``indices`` are not predicted: ``step`` leaves them unchanged
+    and the closed-loop verifier keeps them in their initial box (an assumption it reports).
+
+    Attributes:
+        indices: predicted state entries ``[p]``.
+        state_matrix: ``[p, n]``.
+        action_matrix: ``[p, m]``.
+        offset: ``[p]``.
+    """
+
+    indices: np.ndarray
+    state_matrix: np.ndarray
+    action_matrix: np.ndarray
+    offset: np.ndarray
+
+    def __post_init__(self) -> None:
+        p = len(self.indices)
+        if self.state_matrix.shape[0] != p or self.action_matrix.shape[0] != p:
+            raise ValueError("state_matrix and action_matrix need one row per predicted index")
+        if self.offset.shape != (p,):
+            raise ValueError(f"offset must be [{p}], got {self.offset.shape}")
+
+    @property
+    def state_dim(self) -> int:
+        """n, the length of the state vector."""
+        return self.state_matrix.shape[1]
+
+    @property
+    def action_dim(self) -> int:
+        """m, the length of the action vector."""
+        return self.action_matrix.shape[1]
+
+    def predict(self, state: np.ndarray, action: np.ndarray) -> np.ndarray:
+        """Predicted entries ``[N, p]`` for ``state [N, n]``, ``action [N, m]``."""
+        state, action = np.atleast_2d(state), np.atleast_2d(action)
+        if state.shape[1] != self.state_dim or action.shape[1] != self.action_dim:
+            raise ValueError(
+                f"step model expects state [N, {self.state_dim}] and action [N, {self.action_dim}], "
+                f"got {state.shape} and {action.shape}"
+            )
+        return state @ self.state_matrix.T + action @ self.action_matrix.T + self.offset
+
+    def step(self, state: np.ndarray, action: np.ndarray) -> np.ndarray:
+        """Full next state ``[N, n]``; unpredicted entries are copied from ``state``."""
+        nxt = np.array(np.atleast_2d(state), dtype=float)
+        nxt[:, self.indices] = self.predict(state, action)
+        return nxt
+
+
+def fetch_reach_step_model(
+    state_dim: int = 10, action_dim: int = 4, scale: float = FETCH_POS_CONTROL_SCALE
+) -> AffineStepModel:
+    """FetchReach position control: ``grip_pos' ~= grip_pos + scale * action[:3]``.
+
+    An approximation: the mocap target moves by exactly ``scale * action[:3]`` but the arm
+    follows it through MuJoCo dynamics, so the real displacement can lag or overshoot slightly;
+    use the shield's ``margin`` to absorb the error. ``grip_pos`` is ``obs[0:3]``. Use
+    ``state_dim=13`` for the actor's input ``[observation (10), desired_goal (3)]``.
+    """
+    if state_dim < 3 or action_dim < 3:
+        raise ValueError("FetchReach needs state_dim >= 3 (grip_pos) and action_dim >= 3")
+    indices = np.arange(3)
+    state_matrix = np.zeros((3, state_dim))
+    state_matrix[indices, indices] = 1.0
+    action_matrix = np.zeros((3, action_dim))
+    action_matrix[indices, indices] = scale
+    return AffineStepModel(indices, state_matrix, action_matrix, np.zeros(3))

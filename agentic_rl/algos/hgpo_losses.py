@@ -1,0 +1,107 @@
+"""Pure loss and reward functions for PPO and HGPO (tensors in, tensors out).
+
+No networks or optimisers here, so each function is checked against a hand computation in
+``tests/unit/test_ppo_losses.py`` / ``tests/unit/test_hgpo_losses.py``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def normalize_advantages(advantages: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """``(A - mean) / (std + eps)`` over all entries; a single entry is only centred."""
+    if advantages.numel() < 2:
+        return advantages - advantages.mean()
+    return (advantages - advantages.mean()) / (advantages.std() + eps)
+
+
+def ppo_policy_loss(
+    log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: torch.Tensor, clip_range: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Clipped surrogate ``-mean(min(r A, clip(r, 1-eps, 1+eps) A))``, ``r = exp(logp - logp_old)``.
+
+    Args:
+        log_prob: ``[B]`` under the current policy (carries gradient).
+        old_log_prob: ``[B]`` under the behaviour policy.
+        advantages: ``[B]``.
+        clip_range: epsilon.
+
+    Returns:
+        ``(loss, approx_kl, clip_fraction)`` scalars; ``approx_kl = mean((r - 1) - log r)``.
+    """
+    log_ratio = log_prob - old_log_prob
+    ratio = log_ratio.exp()
+    unclipped = ratio * advantages
+    clipped = ratio.clamp(1.0 - clip_range, 1.0 + clip_range) * advantages
+    loss = -torch.minimum(unclipped, clipped).mean()
+    with torch.no_grad():
+        approx_kl = ((ratio - 1.0) - log_ratio).mean()
+        clip_fraction = ((ratio - 1.0).abs() > clip_range).float().mean()
+    return loss, approx_kl, clip_fraction
+
+
+def value_loss(
+    values: torch.Tensor,
+    returns: torch.Tensor,
+    old_values: torch.Tensor | None = None,
+    clip_range: float | None = None,
+) -> torch.Tensor:
+    """``0.5 mean((V - R)^2)``; with ``clip_range`` the PPO2 clipped variant
+    ``0.5 mean(max((V - R)^2, (V_old + clip(V - V_old, -c, c) - R)^2))``. Shapes ``[B]``."""
+    squared = (values - returns).pow(2)
+    if clip_range is None or old_values is None:
+        return 0.5 * squared.mean()
+    clipped = old_values + (values - old_values).clamp(-clip_range, clip_range)
+    return 0.5 * torch.maximum(squared, (clipped - returns).pow(2)).mean()
+
+
+def distance_intrinsic_reward(phi_next: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
+    """Worker reward ``-||phi(s') - g||_2``: ``phi_next [B, G]``, ``goal [B, G]`` -> ``[B]``."""
+    return -(phi_next - goal).norm(dim=-1)
+
+
+def success_progress_reward(p_next: torch.Tensor, p_now: torch.Tensor) -> torch.Tensor:
+    """Worker reward from a learned success predictor: ``P(success | s', g) - P(success | s, g)``."""
+    return p_next - p_now
+
+
+def goal_change_penalty(
+    goal_mean: torch.Tensor, previous_goal: torch.Tensor, has_previous: torch.Tensor
+) -> torch.Tensor:
+    """``mean_b has_prev_b ||mu(s_b) - g_prev_b||^2`` (zero where there is no previous goal).
+
+    Shapes: ``goal_mean [B, G]``, ``previous_goal [B, G]``, ``has_previous [B]``.
+    """
+    weights = has_previous.float()
+    return (weights * (goal_mean - previous_goal).pow(2).sum(-1)).sum() / weights.sum().clamp_min(1)
+
+
+def select_relabel_goals(
+    candidates: torch.Tensor, log_likelihood: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """HIRO relabelling: per manager transition pick the candidate goal under which the current
+    worker assigns the highest likelihood to the stored low-level actions.
+
+    Args:
+        candidates: ``[M, K, G]`` candidate goals per transition.
+        log_likelihood: ``[M, K]`` ``sum_t log pi_w(a_t | s_t, candidate)`` over the period.
+
+    Returns:
+        ``(goals [M, G], chosen index [M])``.
+    """
+    index = log_likelihood.argmax(dim=-1)
+    return candidates[torch.arange(candidates.shape[0]), index], index
+
+
+def temporal_contrastive_loss(
+    anchor: torch.Tensor, positive: torch.Tensor, temperature: float = 0.1
+) -> torch.Tensor:
+    """InfoNCE loss that pulls ``phi`` of temporally close states together.
+
+    Row ``i`` of ``positive [B, G]`` is a state a few steps after row ``i`` of ``anchor [B, G]``;
+    every other row is a negative. ``-mean_i log softmax_j(-||a_i - p_j||^2 / T)_i``.
+    """
+    logits = -torch.cdist(anchor, positive).pow(2) / temperature
+    targets = torch.arange(anchor.shape[0], device=anchor.device)
+    return torch.nn.functional.cross_entropy(logits, targets)

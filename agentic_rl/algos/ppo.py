@@ -1,0 +1,226 @@
+"""PPO (SPEC A6): clipped policy gradient with GAE, discrete (masked) or continuous actions.
+
+``act`` samples from the policy head (``nets.categorical``) and returns the log-probability, the
+value and the action in policy units as extras; the loop stores them in a ``Rollout``. ``update``
+computes GAE (bootstrapping truncated episodes from their final observation) and runs
+``n_epochs`` of minibatch PPO. ``ppo_epochs`` is shared with HGPO's on-policy levels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from pydantic import BaseModel, ConfigDict, Field
+from torch import nn
+
+from agentic_rl.algos.hgpo_losses import normalize_advantages, ppo_policy_loss, value_loss
+from agentic_rl.data.rollout import Rollout, flatten_time, gae
+from agentic_rl.nets.categorical import ValueHead, make_policy_head
+
+
+class PPOConfig(BaseModel):
+    """PPO hyper-parameters (the ``algorithm`` section of a config with ``name: ppo``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Literal["ppo"] = "ppo"
+    learning_rate: float = Field(3e-4, gt=0)
+    gamma: float = Field(0.99, ge=0, le=1)
+    gae_lambda: float = Field(0.95, ge=0, le=1)
+    clip_range: float = Field(0.2, gt=0)
+    value_clip_range: float | None = Field(None, gt=0)
+    ent_coef: float = Field(0.01, ge=0)
+    vf_coef: float = Field(0.5, ge=0)
+    max_grad_norm: float = Field(0.5, gt=0)
+    n_epochs: int = Field(4, ge=1)
+    minibatch_size: int = Field(256, ge=1)
+    rollout_steps: int = Field(128, ge=1, description="steps per env between updates")
+    hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64])
+    activation: Literal["tanh", "relu"] = "tanh"
+    continuous_head: Literal["tanh", "gaussian"] = "tanh"
+    normalize_advantage: bool = True
+    target_kl: float | None = Field(None, gt=0, description="stop the epochs early above this")
+    obs_keys: list[str] = Field(default_factory=lambda: ["observation", "desired_goal"])
+
+
+def flat_obs(obs: dict[str, torch.Tensor], keys: Sequence[str]) -> torch.Tensor:
+    """Concatenate the named observation parts along the last axis, ``[..., sum(dims)]``."""
+    missing = [k for k in keys if k not in obs]
+    if missing:
+        raise KeyError(f"observation lacks {missing}; it has {sorted(obs)} (check obs_keys)")
+    return torch.cat([obs[k].float() for k in keys], dim=-1)
+
+
+def space_dim(observation_space: spaces.Space, keys: Sequence[str]) -> int:
+    """Total flat size of the named parts of a ``Dict`` observation space."""
+    if not isinstance(observation_space, spaces.Dict):
+        raise TypeError(f"expected a Dict observation space, got {observation_space}")
+    return int(sum(np.prod(observation_space[k].shape) for k in keys))
+
+
+class ActionScaler:
+    """Maps policy actions to env actions: identity for ``Discrete``, [-1, 1] -> [low, high]."""
+
+    def __init__(self, action_space: spaces.Space) -> None:
+        self.discrete = isinstance(action_space, spaces.Discrete)
+        if not self.discrete and not isinstance(action_space, spaces.Box):
+            raise TypeError(f"PPO/HGPO need a Discrete or Box action space, got {action_space}")
+        self.dim = int(action_space.n) if self.discrete else int(action_space.shape[0])
+        if not self.discrete:
+            self.low = torch.as_tensor(action_space.low, dtype=torch.float32)
+            self.high = torch.as_tensor(action_space.high, dtype=torch.float32)
+
+    def to_env(self, action: torch.Tensor) -> torch.Tensor:
+        if self.discrete:
+            return action
+        unit = action.clamp(-1.0, 1.0)
+        return self.low + 0.5 * (unit + 1.0) * (self.high - self.low)
+
+
+def ppo_epochs(
+    batch: dict[str, torch.Tensor],
+    evaluate: Callable[[dict[str, torch.Tensor]], tuple[torch.Tensor, torch.Tensor]],
+    value_fn: Callable[[dict[str, torch.Tensor]], torch.Tensor],
+    optimizer: torch.optim.Optimizer,
+    config: Any,
+    generator: torch.Generator,
+    extra_loss: Callable[[dict[str, torch.Tensor]], torch.Tensor] | None = None,
+) -> dict[str, float]:
+    """Minibatch PPO epochs over a flat batch.
+
+    Args:
+        batch: ``[B, ...]`` tensors with at least ``log_prob``, ``advantage``, ``return``, ``value``.
+        evaluate: minibatch -> ``(log_prob [b], entropy [b])`` under the current policy.
+        value_fn: minibatch -> ``V [b]``.
+        optimizer: over every trained parameter.
+        config: any object with the ``PPOConfig`` optimisation fields.
+        generator: shuffles the minibatches.
+        extra_loss: optional minibatch -> scalar added to the loss (e.g. goal-change penalty).
+
+    Returns:
+        Means over minibatches of the ``losses/*`` and ``train/*`` metrics.
+    """
+    size = batch["advantage"].shape[0]
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    sums: dict[str, float] = {}
+    count = 0
+    for _ in range(config.n_epochs):
+        order = torch.randperm(size, generator=generator)
+        for start in range(0, size, config.minibatch_size):
+            mb = {k: v[order[start : start + config.minibatch_size]] for k, v in batch.items()}
+            advantage = mb["advantage"]
+            if config.normalize_advantage:
+                advantage = normalize_advantages(advantage)
+            log_prob, entropy = evaluate(mb)
+            pi_loss, approx_kl, clip_frac = ppo_policy_loss(
+                log_prob, mb["log_prob"], advantage, config.clip_range
+            )
+            v_loss = value_loss(value_fn(mb), mb["return"], mb["value"], config.value_clip_range)
+            loss = pi_loss + config.vf_coef * v_loss - config.ent_coef * entropy.mean()
+            if extra_loss is not None:
+                loss = loss + extra_loss(mb)
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+            optimizer.step()
+            for key, value in (
+                ("losses/policy_loss", pi_loss),
+                ("losses/value_loss", v_loss),
+                ("losses/entropy", entropy.mean()),
+                ("train/approx_kl", approx_kl),
+                ("train/clip_fraction", clip_frac),
+            ):
+                sums[key] = sums.get(key, 0.0) + float(value.detach())
+            count += 1
+        if config.target_kl is not None and float(approx_kl) > config.target_kl:
+            break
+    return {key: value / count for key, value in sums.items()}
+
+
+class PPO:
+    """Proximal policy optimisation for ``Dict`` observations and Discrete / Box actions.
+
+    Args:
+        config: hyper-parameters.
+        observation_space: a ``Dict`` space holding ``config.obs_keys``.
+        action_space: ``Discrete`` (optionally masked through ``obs["action_mask"] [N, A]``) or
+            ``Box``.
+        seed: seeds the action-sampling and minibatch generator and the network initialisation.
+    """
+
+    def __init__(
+        self, config: PPOConfig, observation_space: spaces.Space, action_space: spaces.Space, seed: int = 0
+    ) -> None:
+        self.config = config
+        self.scaler = ActionScaler(action_space)
+        in_dim = space_dim(observation_space, config.obs_keys)
+        torch.manual_seed(seed)
+        self.policy = make_policy_head(
+            in_dim, self.scaler.dim, self.scaler.discrete, config.hidden_sizes,
+            config.activation, config.continuous_head,
+        )
+        self.value = ValueHead(in_dim, config.hidden_sizes, config.activation)
+        self.optimizer = torch.optim.Adam(
+            [*self.policy.parameters(), *self.value.parameters()], lr=config.learning_rate, eps=1e-5
+        )
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def act(
+        self, obs: dict[str, torch.Tensor], state: Any, deterministic: bool
+    ) -> tuple[torch.Tensor, Any, dict[str, torch.Tensor]]:
+        """Actions for ``N`` envs; extras ``log_prob [N]``, ``value [N]``, ``policy_action``."""
+        x = flat_obs(obs, self.config.obs_keys)
+        mask = obs.get("action_mask")
+        with torch.no_grad():
+            if deterministic:
+                return self.scaler.to_env(self.policy.mode(x, mask)), state, {}
+            action, log_prob = self.policy.sample(x, mask, self.generator)
+            extras = {"log_prob": log_prob, "value": self.value(x), "policy_action": action}
+        return self.scaler.to_env(action), state, extras
+
+    def update(self, rollout: Rollout) -> dict[str, float]:
+        """GAE over the rollout, then ``n_epochs`` of minibatch PPO; returns metrics."""
+        cfg = self.config
+        with torch.no_grad():
+            x = flat_obs(rollout.obs, cfg.obs_keys)
+            next_values = self.value(flat_obs(rollout.next_obs, cfg.obs_keys))
+            advantages, returns = gae(
+                rollout.rewards, rollout.extras["value"], next_values,
+                rollout.terminated, rollout.dones, cfg.gamma, cfg.gae_lambda,
+            )
+        batch = {
+            "x": flatten_time(x),
+            "action": flatten_time(rollout.extras["policy_action"]),
+            "log_prob": flatten_time(rollout.extras["log_prob"]),
+            "value": flatten_time(rollout.extras["value"]),
+            "advantage": flatten_time(advantages),
+            "return": flatten_time(returns),
+        }
+        if "action_mask" in rollout.obs:
+            batch["mask"] = flatten_time(rollout.obs["action_mask"])
+        metrics = ppo_epochs(
+            batch,
+            lambda mb: self.policy.evaluate(mb["x"], mb["action"], mb.get("mask")),
+            lambda mb: self.value(mb["x"]),
+            self.optimizer, cfg, self.generator,
+        )
+        metrics["train/return_mean"] = float(returns.mean())
+        return metrics
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy.state_dict(),
+            "value": self.value.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "generator": self.generator.get_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.policy.load_state_dict(state["policy"])
+        self.value.load_state_dict(state["value"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.generator.set_state(state["generator"])

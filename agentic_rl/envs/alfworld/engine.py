@@ -1,0 +1,294 @@
+"""The ALFWorld text engine: TextWorld's PDDL environment, stock or fast, with ALFWorld wrappers.
+
+:class:`FastPddlEnv` is TextWorld's ``PddlEnv`` with the same observable behaviour (feedback,
+admissible commands, score, done, facts) but:
+
+* text generation through :class:`~agentic_rl.envs.alfworld.textgen.FastDeriver` (memoised
+  parses and derivations, no deep copies);
+* the PDDL -> SAS translation of a problem cached per process, the planner's SAS translated only
+  when a plan is requested;
+* parsed game logic cached per process; a game grammar that differs from an already parsed one
+  only by its task text reuses that parse with its own task rule.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import hashlib
+import json
+from typing import Any
+
+from agentic_rl.envs.alfworld.data import ensure_alfworld_data_env
+
+ensure_alfworld_data_env()
+
+import fast_downward  # noqa: E402
+import textworld  # noqa: E402
+import textworld.envs.pddl.logic as pddl_logic  # noqa: E402
+from textworld.envs.pddl import PddlEnv  # noqa: E402
+from textworld.envs.pddl.textgen import ContextSensitiveGrammar  # noqa: E402
+
+from agentic_rl.envs.alfworld.textgen import FactIndex, FastDeriver  # noqa: E402
+
+_TASK_PREFIX = '"rhs": "Your task is to: '
+_CACHE_SIZE = 256
+
+
+class _LRU(collections.OrderedDict):
+    def get_or(self, key: Any, build: Any) -> Any:
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        value = build()
+        self[key] = value
+        if len(self) > _CACHE_SIZE:
+            self.popitem(last=False)
+        return value
+
+
+_LOGIC: _LRU = _LRU()
+_TRANSLATIONS: _LRU = _LRU()
+_REPLAN_TRANSLATIONS: _LRU = _LRU()
+
+
+def _digest(*texts: str) -> str:
+    return hashlib.sha1("\x00".join(texts).encode()).hexdigest()
+
+
+def _split_task(grammar: str) -> tuple[str, str | None]:
+    """Return (grammar with the task text replaced by a placeholder, task rule rhs or None)."""
+    start = grammar.find(_TASK_PREFIX)
+    end = grammar.find('."', start + len(_TASK_PREFIX)) if start >= 0 else -1
+    if start < 0 or end < 0 or grammar.find(_TASK_PREFIX, start + 1) >= 0:
+        return grammar, None
+    task_rhs = grammar[start + len('"rhs": '):end + 2]
+    skeleton = grammar[:start] + _TASK_PREFIX + 'UNKNOWN GOAL."' + grammar[end + 2:]
+    return skeleton, task_rhs
+
+
+def load_logic(domain: str, grammar: str) -> pddl_logic.GameLogic:
+    """Parse (or reuse) the game logic for a domain and grammar.
+
+    Args:
+        domain: PDDL domain text.
+        grammar: TextWorld grammar (``.twl2``) text.
+
+    Returns:
+        A ``GameLogic`` equal to ``GameLogic(domain, grammar)``.
+    """
+    skeleton, task_rhs = _split_task(grammar)
+    base = _LOGIC.get_or(_digest(domain, skeleton),
+                         lambda: pddl_logic.GameLogic(domain=domain, grammar=skeleton))
+    if task_rhs is None or skeleton == grammar:
+        return base
+    task_rules = ContextSensitiveGrammar.parse(json.dumps({"task": [{"rhs": json.loads(task_rhs)}]}))
+    logic = copy.copy(base)
+    logic.grammar = ContextSensitiveGrammar()
+    logic.grammar._rules.update({name: list(rules) for name, rules in base.grammar._rules.items()})
+    logic.grammar._rules["task"] = task_rules._rules["task"]
+    return logic
+
+
+class FastPddlState(pddl_logic.PddlState):
+    """``PddlState`` whose PDDL -> SAS translations are cached and the planner's made on demand."""
+
+    def __init__(self, downward_lib: Any, pddl_problem: str, logic: pddl_logic.GameLogic) -> None:
+        self._facts = collections.defaultdict(set)
+        self._vars_by_name = {}
+        self._vars_by_type = collections.defaultdict(set)
+        self._var_counts = collections.Counter()
+        self._logic = logic
+        self.downward_lib = downward_lib
+        self.pddl_problem = pddl_problem
+        self._key = _digest(logic.domain, pddl_problem)
+        self.task, self.sas = _TRANSLATIONS.get_or(
+            self._key, lambda: fast_downward.pddl2sas(logic.domain, pddl_problem))
+        self._replan_loaded = False
+        self._actions = {a.name: a for a in self.task.actions}
+        for type_ in self.task.types:
+            try:
+                self._logic.types.add(textworld.logic.Type(type_.name, type_.supertype_names))
+            except ValueError:
+                pass
+        self.downward_lib.load_sas(self.sas.encode("utf-8"))
+        self.name2type = {o.name: o.type_name for o in self.task.objects}
+        self.add_facts(filter(None, map(self._atom2proposition, self.task.init)))
+        atoms = (pddl_logic.Atom * self.downward_lib.get_state_size())()
+        self.downward_lib.get_state(atoms)
+        facts = (atom.get_fact(self.name2type) for atom in atoms)
+        self.add_facts(fact for fact in facts if not fact.is_negation)
+
+    def _atom2proposition(self, atom: Any) -> textworld.logic.Proposition | None:
+        translate = fast_downward.translate
+        if isinstance(atom, translate.pddl.conditions.Atom):
+            if atom.predicate == "=":
+                return None
+            args = [textworld.logic.Variable(a, self.name2type[a]) for a in atom.args]
+            return textworld.logic.Proposition(atom.predicate, args)
+        if isinstance(atom, translate.pddl.f_expression.Assign):
+            name = "{}".format(atom.expression.value)
+            if atom.fluent.symbol == "total-cost" or str.isdigit(name):
+                return None
+            args = [textworld.logic.Variable(a, self.name2type[a]) for a in atom.fluent.args]
+            return textworld.logic.Proposition(name, args)
+        return None
+
+    def replan(self, infos: dict) -> list[str]:
+        """Plan from the current state with Fast Downward (translating the planner's SAS once)."""
+        if not self._replan_loaded:
+            domain, problem = self._logic.domain, self.pddl_problem
+            sas_replan = _REPLAN_TRANSLATIONS.get_or(
+                self._key, lambda: fast_downward.pddl2sas(domain, problem, optimize=True)[1])
+            self.downward_lib.load_sas_replan(sas_replan.encode("utf-8"))
+            self._replan_loaded = True
+        return super().replan(infos)
+
+
+class FastPddlEnv(PddlEnv):
+    """TextWorld's ``PddlEnv`` with memoised text generation; same observable behaviour."""
+
+    def __init__(self, infos: textworld.EnvInfos | None = None) -> None:
+        super().__init__(infos)
+        self._derivers: _LRU = _LRU()
+        self._deriver: FastDeriver | None = None
+
+    def load(self, filename_or_data: Any) -> None:
+        """Load a game file (path) or game dict."""
+        try:
+            with open(filename_or_data) as handle:
+                data = json.load(handle)
+            self._game_file = filename_or_data
+        except TypeError:
+            data = filename_or_data
+            self._game_file = None
+        self._game_data = data
+        self.walkthrough = data.get("walkthrough", None)
+        self._logic = load_logic(data["pddl_domain"], data["grammar"])
+        self._pddl_state = FastPddlState(self.downward_lib, data["pddl_problem"], self._logic)
+        self._entity_infos = self._get_entity_infos()
+        self._game_key = _digest(data["pddl_domain"], data["grammar"], data["pddl_problem"])
+        self._deriver = None
+
+    def _context(self, mapping: dict) -> dict:
+        return {
+            "state": self._pddl_state,
+            "facts": list(self._pddl_state.facts),
+            "variables": {ph.name: self._entity_infos[var.name] for ph, var in mapping.items()},
+            "mapping": mapping,
+            "entity_infos": self._entity_infos,
+        }
+
+    def _get_deriver(self) -> FastDeriver:
+        # Entity names are set by wrappers after load(), so the deriver is keyed on them here.
+        if self._deriver is None:
+            names = tuple(sorted((k, info.name) for k, info in self._entity_infos.items()))
+            key = (self._game_key, names)
+            self._deriver = self._derivers.get_or(key, lambda: FastDeriver(self._logic.grammar))
+        return self._deriver
+
+    def _derive(self, start: str, mapping: dict, facts: FactIndex) -> str:
+        deriver = self._get_deriver()
+        context = {"state": self._pddl_state, "facts": None, "variables": {},
+                   "mapping": mapping, "entity_infos": self._entity_infos}
+        if deriver.dependencies(start) is None:
+            context = self._context(mapping)
+        else:
+            context["variables"] = {ph.name: self._entity_infos[var.name]
+                                    for ph, var in mapping.items()}
+        return deriver.derive(start, context, facts)
+
+    def _gather_infos(self) -> None:
+        facts = FactIndex(self._pddl_state)
+        self.state["command_templates"] = sorted(set(a.template for a in self._logic.actions.values()))
+        self.state["won"] = self._pddl_state.check_goal()
+        self.state["lost"] = False
+        self.state["_entity_infos"] = dict(self._entity_infos)
+        self.state["_facts"] = list(self._pddl_state.facts)
+        if self.request_infos.facts:
+            self.state["facts"] = list(map(self._get_human_readable_fact, self.state["_facts"]))
+        self.state["last_action"] = None
+        self.state["_last_action"] = self._last_action
+        self.state["_valid_actions"] = list(self._pddl_state.all_applicable_actions())
+        mapping = {k: info.name for k, info in self._entity_infos.items()}
+        commands = []
+        for action in self.state["_valid_actions"]:
+            action.command_template = self._derive(action.command_template, action.mapping, facts)
+            commands.append(action.format_command(mapping))
+        self.state["_valid_commands"] = commands
+        self.state["admissible_commands"] = sorted(set(commands))
+        if self.request_infos.moves:
+            self.state["moves"] = self._moves
+        if self.request_infos.policy_commands:
+            self.state["policy_commands"] = self._pddl_state.replan(self._entity_infos)
+
+    def reset(self) -> textworld.GameState:
+        """Start the loaded game again; returns the initial game state."""
+        self._pddl_state = FastPddlState(self.downward_lib, self._game_data["pddl_problem"],
+                                         self._logic)
+        self.prev_state = None
+        self.state = textworld.GameState()
+        self._last_action = None
+        self._moves = 0
+        self.state.feedback = self._derive("#intro#", {}, FactIndex(self._pddl_state))
+        self.state.raw = self.state.feedback
+        self._gather_infos()
+        if "walkthrough" in self.request_infos.extras:
+            self.state["extra.walkthrough"] = (self.walkthrough
+                                               or self._pddl_state.replan(self._entity_infos))
+        return self.state
+
+    def step(self, command: str) -> tuple[textworld.GameState, int, bool]:
+        """Apply a command; unknown commands leave the game unchanged ("Nothing happens.")."""
+        command = command.strip()
+        self.prev_state = self.state
+        self.state = textworld.GameState()
+        self.state.last_command = command
+        self._last_action = None
+        try:
+            index = self.prev_state["_valid_commands"].index(command)
+        except ValueError:
+            self.state.feedback = "Nothing happens."
+        else:
+            self._last_action = self.prev_state["_valid_actions"][index]
+            self._pddl_state.apply(self._last_action)
+            self.state.feedback = self._derive(self._last_action.feedback_rule,
+                                               self._last_action.mapping,
+                                               FactIndex(self._pddl_state))
+            self._moves += 1
+        self.state.raw = self.state.feedback
+        self._gather_infos()
+        if "walkthrough" in self.request_infos.extras:
+            self.state["extra.walkthrough"] = self.prev_state["extra.walkthrough"]
+        self.state["score"] = 1 if self.state["won"] else 0
+        self.state["done"] = self.state["won"] or self.state["lost"]
+        return self.state, self.state["score"], self.state["done"]
+
+
+def make_engine(fast: bool = True, infos: textworld.EnvInfos | None = None,
+                expert: bool = False, domain_randomization: bool = False) -> textworld.Environment:
+    """Build ALFWorld's TextWorld environment stack (engine + demangler + infos [+ expert]).
+
+    Args:
+        fast: use :class:`FastPddlEnv` (True) or TextWorld's stock ``PddlEnv`` (False).
+        infos: what the game state should carry (default: won, admissible commands, facts,
+            inventory and the game file).
+        expert: add ALFWorld's handcoded expert (``extra.expert_plan`` in the state).
+        domain_randomization: shuffle the numbering of same-named objects (ALFWorld training).
+
+    Returns:
+        A TextWorld environment: ``load(game_file)``, ``reset()``, ``step(command)``.
+    """
+    from alfworld.agents.environment.alfred_tw_env import (
+        AlfredDemangler,
+        AlfredExpert,
+        AlfredInfos,
+    )
+
+    infos = infos or textworld.EnvInfos(won=True, admissible_commands=True, facts=True,
+                                        score=True, extras=["gamefile"])
+    engine = FastPddlEnv(infos) if fast else PddlEnv(infos)
+    env = AlfredInfos(AlfredDemangler(engine, shuffle=domain_randomization))
+    if expert:
+        env = AlfredExpert(env)
+    return env

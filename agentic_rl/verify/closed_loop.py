@@ -1,0 +1,163 @@
+"""Closed-loop proofs: the state stays safe for H steps under the policy and an affine model.
+
+The state is the network's raw input vector ``x [n]`` (for FetchReach ``[observation (10),
+desired_goal (3)]``). Each step, CROWN gives linear bounds ``lA x + lb <= a <= uA x + ub`` of the
+action over the current state box; the model ``x'[p] = S x + A a + o`` turns them into linear
+bounds of the predicted entries in ``x``, concretised over the box (intersected with the plain
+interval image). Entries the model does not predict keep their initial box: an *assumption*
+(exact for the goal; for velocities the user states their range in the initial box) that the
+result reports. Over-approximated boxes are checked against the invariant at steps 0..H; if one
+fails, the initial box is split along its widest dimension and both halves are retried, until
+``max_boxes`` or ``max_seconds``. Before that, rollouts of the model from sampled initial states
+look for a concrete violation (``falsified`` is with respect to the declared model).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from agentic_rl.verify.bounds import crown_linear_bounds
+from agentic_rl.verify.prove import _net_dtype, _split_widest
+from agentic_rl.verify.result import VerifyResult
+from agentic_rl.verify.spec import ForbiddenBox, StateBox, StateHalfspace
+from agentic_rl.verify.step_model import AffineStepModel
+
+Tensor = torch.Tensor
+BoxCheck = Callable[[Tensor, Tensor], Tensor]
+PointCheck = Callable[[np.ndarray], np.ndarray]
+
+
+def invariant_checks(invariant, parts: dict[str, tuple[int, int]] | None = None
+                     ) -> tuple[BoxCheck, PointCheck]:
+    """``(box_safe(lo [B, n], hi [B, n]) -> [B], point_violates(x [N, n]) -> [N])``.
+
+    ``invariant`` is a ``(low [n], high [n])`` pair over the whole state (use +-inf for free
+    entries) or a ``StateBox`` / ``StateHalfspace`` / ``ForbiddenBox`` property with its ``parts``.
+    """
+    if isinstance(invariant, (StateBox, StateHalfspace, ForbiddenBox)):
+        if parts is None or invariant.part not in parts:
+            raise ValueError(f"property {invariant.name!r} needs `parts` naming {invariant.part!r}")
+        start, stop = parts[invariant.part]
+        return _property_box_check(invariant, start, stop), lambda x: invariant.violations(x, parts)
+    low, high = (torch.as_tensor(v, dtype=torch.float64) for v in invariant)
+    low_np, high_np = low.numpy(), high.numpy()
+    return (lambda lo, hi: ((lo >= low) & (hi <= high)).all(-1),
+            lambda x: ((x < low_np) | (x > high_np)).any(-1))
+
+
+def _property_box_check(prop, start: int, stop: int) -> BoxCheck:
+    if isinstance(prop, StateHalfspace):
+        a = torch.as_tensor(prop.a, dtype=torch.float64)
+        return lambda lo, hi: (hi[:, start:stop] @ a.clamp_min(0) + lo[:, start:stop] @ a.clamp_max(0)
+                               <= prop.b)
+    low = torch.as_tensor(prop.low, dtype=torch.float64)
+    high = torch.as_tensor(prop.high, dtype=torch.float64)
+    if isinstance(prop, StateBox):
+        return lambda lo, hi: ((lo[:, start:stop] >= low) & (hi[:, start:stop] <= high)).all(-1)
+    return lambda lo, hi: ((hi[:, start:stop] < low) | (lo[:, start:stop] > high)).any(-1)
+
+
+def step_boxes(net: nn.Module, model: AffineStepModel, lo: Tensor, hi: Tensor
+               ) -> tuple[Tensor, Tensor]:
+    """Sound box of the next state for every state box ``lo, hi [B, n]``."""
+    bounds = crown_linear_bounds(net, lo, hi)
+    if not bounds.from_input:  # a LayerNorm cut the linear chain: use constant action bounds
+        bounds.lA, bounds.uA = torch.zeros_like(bounds.lA), torch.zeros_like(bounds.uA)
+        bounds.lb, bounds.ub = bounds.lo, bounds.hi
+    S = torch.as_tensor(model.state_matrix, dtype=torch.float64)
+    A = torch.as_tensor(model.action_matrix, dtype=torch.float64)
+    o = torch.as_tensor(model.offset, dtype=torch.float64)
+    A_pos, A_neg = A.clamp_min(0), A.clamp_max(0)
+    upper_coef = S + A_pos @ bounds.uA + A_neg @ bounds.lA        # [B, p, n]
+    lower_coef = S + A_pos @ bounds.lA + A_neg @ bounds.uA
+    upper_const = bounds.ub @ A_pos.T + bounds.lb @ A_neg.T + o   # [B, p]
+    lower_const = bounds.lb @ A_pos.T + bounds.ub @ A_neg.T + o
+    mid, rad = ((lo + hi) / 2)[..., None], ((hi - lo) / 2)[..., None]
+    up = (upper_coef @ mid + upper_coef.abs() @ rad)[..., 0] + upper_const
+    down = (lower_coef @ mid - lower_coef.abs() @ rad)[..., 0] + lower_const
+    s_mid, s_rad = mid[..., 0] @ S.T, rad[..., 0] @ S.abs().T      # plain interval image
+    interval_up = s_mid + s_rad + bounds.hi @ A_pos.T + bounds.lo @ A_neg.T + o
+    interval_down = s_mid - s_rad + bounds.lo @ A_pos.T + bounds.hi @ A_neg.T + o
+    next_lo, next_hi = lo.clone(), hi.clone()
+    index = torch.as_tensor(model.indices)
+    next_lo[:, index] = torch.maximum(down, interval_down)
+    next_hi[:, index] = torch.minimum(up, interval_up)
+    return next_lo, next_hi
+
+
+def _rollouts(net: nn.Module, model: AffineStepModel, starts: np.ndarray, horizon: int,
+              point_violates: PointCheck) -> tuple[int, int, np.ndarray] | None:
+    """Simulate the model from ``starts [N, n]``; first (start index, step, trajectory) that breaks."""
+    states, history = starts, [starts]
+    dtype = _net_dtype(net)
+    for step in range(horizon + 1):
+        bad = point_violates(states)
+        if bad.any():
+            index = int(np.flatnonzero(bad)[0])
+            return index, step, np.stack([h[index] for h in history])
+        if step == horizon:
+            return None
+        with torch.no_grad():
+            actions = net(torch.as_tensor(states, dtype=dtype)).double().numpy()
+        states = model.step(states, actions)
+        history.append(states)
+    return None
+
+
+def verify_closed_loop(
+    net: nn.Module, model: AffineStepModel, initial_low, initial_high, invariant,
+    horizon: int, parts: dict[str, tuple[int, int]] | None = None, name: str = "closed_loop",
+    samples: int = 256, max_boxes: int = 256, max_seconds: float = 5.0,
+    generator: torch.Generator | None = None,
+) -> VerifyResult:
+    """Prove that every state reached in ``horizon`` steps from the initial box is safe.
+
+    Args:
+        net: policy over the raw state ``[n] -> [m]`` (normaliser layers included).
+        model: affine one-step model with ``state_dim == n`` and ``action_dim == m``.
+        initial_low, initial_high: the initial state box ``[n]``.
+        invariant: ``(low [n], high [n])`` or a state property (then give ``parts``).
+        horizon: number of steps H; states 0..H are checked.
+        samples: model rollouts from sampled starts tried first to falsify.
+    """
+    start_time = time.perf_counter()
+    box_safe, point_violates = invariant_checks(invariant, parts)
+    low = torch.as_tensor(initial_low, dtype=torch.float64)
+    high = torch.as_tensor(initial_high, dtype=torch.float64)
+    if low.shape != (model.state_dim,) or high.shape != low.shape:
+        raise ValueError(f"initial box must be [{model.state_dim}] (the model's state), "
+                         f"got {tuple(low.shape)} and {tuple(high.shape)}")
+    noise = torch.rand((samples, low.numel()), generator=generator, dtype=torch.float64)
+    starts = torch.cat([((low + high) / 2)[None], low + (high - low) * noise]).numpy()
+    found = _rollouts(net, model, starts, horizon, point_violates)
+    assumption = {"unpredicted_entries_fixed_to_initial_box":
+                  sorted(set(range(model.state_dim)) - set(int(i) for i in model.indices))}
+    if found is not None:
+        index, step, trajectory = found
+        with torch.no_grad():
+            action = net(torch.as_tensor(starts[index:index + 1], dtype=_net_dtype(net)))[0]
+        return VerifyResult(name, "falsified", time.perf_counter() - start_time,
+                            starts[index].tolist(), action.tolist(),
+                            {"method": "model_rollout", "violation_step": step,
+                             "trajectory": trajectory.tolist(), **assumption})
+    queue_lo, queue_hi, width0, explored = low[None], high[None], high - low, 0
+    while queue_lo.shape[0]:
+        if explored >= max_boxes or time.perf_counter() - start_time > max_seconds:
+            return VerifyResult(name, "unknown", time.perf_counter() - start_time, details={
+                "method": "closed_loop_crown", "boxes": explored, "horizon": horizon, **assumption})
+        lo, hi = queue_lo, queue_hi
+        explored += lo.shape[0]
+        safe = box_safe(lo, hi)
+        for _ in range(horizon):
+            lo, hi = step_boxes(net, model, lo, hi)
+            safe &= box_safe(lo, hi)
+        failed_lo, failed_hi = queue_lo[~safe], queue_hi[~safe]
+        queue_lo, queue_hi = _split_widest(failed_lo, failed_hi, width0) if (~safe).any() else (
+            failed_lo, failed_hi)
+    return VerifyResult(name, "proved", time.perf_counter() - start_time, details={
+        "method": "closed_loop_crown", "boxes": explored, "horizon": horizon, **assumption})

@@ -1,0 +1,127 @@
+"""Prove or falsify output properties of a policy network over a box of inputs (V4).
+
+``verify_action_property`` first spends a short counterexample search (projected gradient
+ascent); if that finds nothing it runs CROWN with branch-and-bound: boxes whose CROWN upper bound
+of ``spec_matrix @ y - spec_bias`` is below ``-margin`` on every row are proved; the others are
+checked at their centre (a violation there is a real counterexample) and split in two along their
+widest dimension (relative to the original box). The answer is ``proved`` only when every box is
+proved, ``falsified`` only with an input whose actual network output violates, and ``unknown``
+when the box or time budget runs out.
+
+``margin`` (default 1e-6) makes proofs robust to the float32 rounding of the deployed network
+(bounds are computed in float64 on the exact weights).
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from torch import nn
+
+from agentic_rl.verify.bounds import crown_bounds
+from agentic_rl.verify.result import VerifyResult
+from agentic_rl.verify.search import bounds_spec, search_counterexample, violation_margin
+
+Tensor = torch.Tensor
+
+
+def _net_dtype(net: nn.Module) -> torch.dtype:
+    param = next(net.parameters(), None)
+    return param.dtype if param is not None else torch.float32
+
+
+def _split_widest(lo: Tensor, hi: Tensor, width0: Tensor) -> tuple[Tensor, Tensor]:
+    """Halve each box ``[B, d]`` along its widest relative dimension -> ``[2B, d]`` boxes."""
+    relative = (hi - lo) / torch.where(width0 > 0, width0, torch.ones_like(width0))
+    dim = relative.argmax(-1, keepdim=True)
+    mid = ((lo + hi) / 2).gather(-1, dim)
+    left_hi, right_lo = hi.clone(), lo.clone()
+    left_hi.scatter_(-1, dim, mid)
+    right_lo.scatter_(-1, dim, mid)
+    return torch.cat([lo, right_lo]), torch.cat([left_hi, hi])
+
+
+def branch_and_bound(
+    net: nn.Module, low: Tensor, high: Tensor, spec_matrix: Tensor, spec_bias: Tensor,
+    max_boxes: int = 20_000, max_seconds: float = 1.0, batch_size: int = 256,
+    margin: float = 1e-6, name: str = "property",
+) -> VerifyResult:
+    """Prove ``spec_matrix @ net(x) <= spec_bias`` for all x in ``[low, high]`` (each ``[d]``).
+
+    Args:
+        spec_matrix: ``[r, k]``; spec_bias: ``[r]``.
+        max_boxes: budget of boxes bounded; max_seconds: budget of wall-clock time.
+        batch_size: boxes bounded per CROWN call.
+        margin: a box is proved when every upper bound is ``<= -margin``.
+    """
+    start = time.perf_counter()
+    low, high = torch.as_tensor(low, dtype=torch.float64), torch.as_tensor(high, dtype=torch.float64)
+    spec_matrix = torch.as_tensor(spec_matrix, dtype=torch.float64)
+    spec_bias = torch.as_tensor(spec_bias, dtype=torch.float64)
+    queue_lo, queue_hi, width0 = low[None], high[None], high - low
+    explored, worst = 0, -torch.inf
+    dtype = _net_dtype(net)
+    while queue_lo.shape[0]:
+        if explored >= max_boxes or time.perf_counter() - start > max_seconds:
+            return VerifyResult(name, "unknown", time.perf_counter() - start, details={
+                "method": "crown+bab", "boxes": explored, "open_boxes": int(queue_lo.shape[0]),
+                "worst_upper_bound": worst})
+        lo, hi = queue_lo[:batch_size], queue_hi[:batch_size]
+        queue_lo, queue_hi = queue_lo[batch_size:], queue_hi[batch_size:]
+        upper = crown_bounds(net, lo, hi, spec_matrix)[1] - spec_bias
+        explored += lo.shape[0]
+        open_boxes = (upper > -margin).any(-1)
+        if not open_boxes.any():
+            continue
+        worst = max(worst, float(upper[open_boxes].max()))
+        lo, hi = lo[open_boxes], hi[open_boxes]
+        centres = ((lo + hi) / 2).to(dtype)
+        with torch.no_grad():
+            outputs = net(centres)
+        violation = violation_margin(outputs, spec_matrix, spec_bias)
+        if (violation > 0).any():
+            index = int(violation.argmax())
+            return VerifyResult(name, "falsified", time.perf_counter() - start,
+                                centres[index].tolist(), outputs[index].tolist(),
+                                {"method": "crown+bab", "boxes": explored,
+                                 "violation": float(violation[index])})
+        children_lo, children_hi = _split_widest(lo, hi, width0)
+        queue_lo, queue_hi = torch.cat([queue_lo, children_lo]), torch.cat([queue_hi, children_hi])
+    return VerifyResult(name, "proved", time.perf_counter() - start,
+                        details={"method": "crown+bab", "boxes": explored,
+                                 "worst_open_upper_bound": worst})
+
+
+def verify_action_property(
+    net: nn.Module, low: Tensor, high: Tensor, action_low: Tensor | None = None,
+    action_high: Tensor | None = None, spec_matrix: Tensor | None = None,
+    spec_bias: Tensor | None = None, name: str = "action_property",
+    search_starts: int = 64, search_steps: int = 20, max_boxes: int = 20_000,
+    max_seconds: float = 1.0, generator: torch.Generator | None = None,
+) -> VerifyResult:
+    """Prove or falsify a property of the network output over the input box ``[low, high]``.
+
+    The property is either action bounds ``action_low <= y <= action_high`` (``[k]`` each, one
+    side may be None) or the output half-spaces ``spec_matrix [r, k] @ y <= spec_bias [r]``.
+    Counterexample search runs first, then CROWN branch-and-bound within the budgets.
+    """
+    start = time.perf_counter()
+    if spec_matrix is None:
+        spec_matrix, spec_bias = bounds_spec(action_low, action_high)
+    elif spec_bias is None or action_low is not None or action_high is not None:
+        raise ValueError("give either action_low/action_high or spec_matrix with spec_bias")
+    spec_matrix = torch.as_tensor(spec_matrix, dtype=torch.float64)
+    spec_bias = torch.as_tensor(spec_bias, dtype=torch.float64)
+    found = search_counterexample(net, torch.as_tensor(low), torch.as_tensor(high), spec_matrix,
+                                  spec_bias, search_starts, search_steps, generator)
+    if found.violates:
+        return VerifyResult(name, "falsified", time.perf_counter() - start,
+                            found.point.tolist(), found.output.tolist(),
+                            {"method": "gradient_search", "violation": found.margin})
+    budget = max(max_seconds - (time.perf_counter() - start), 0.0)
+    result = branch_and_bound(net, low, high, spec_matrix, spec_bias, max_boxes=max_boxes,
+                              max_seconds=budget, name=name)
+    result.seconds = time.perf_counter() - start
+    result.details["search_best_margin"] = found.margin
+    return result

@@ -1,0 +1,61 @@
+"""Verify every property of a property file against one policy network (``agentic-rl verify``)."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from torch import nn
+
+from agentic_rl.verify.closed_loop import verify_closed_loop
+from agentic_rl.verify.prove import verify_action_property
+from agentic_rl.verify.result import VerifyResult
+from agentic_rl.verify.spec import ActionBox, ForbiddenBox, PropertySet, StateBox, StateHalfspace
+from agentic_rl.verify.step_model import AffineStepModel
+
+
+def verify_properties(
+    net: nn.Module, low, high, properties: PropertySet, model: AffineStepModel | None = None,
+    horizon: int | None = None, max_seconds: float = 1.0, closed_loop_seconds: float = 10.0,
+    generator: torch.Generator | None = None,
+) -> list[VerifyResult]:
+    """One result per property, in file order.
+
+    Args:
+        net: deterministic policy over raw inputs ``[d] -> [k]`` (normaliser layers included).
+        low, high: the region of raw inputs ``[d]`` (initial box for state invariants).
+        properties: the property set.
+        model: affine one-step model over the network input, needed for state invariants.
+        horizon: steps for state invariants; defaults to the property's / file's horizon.
+        max_seconds: budget per action property; closed_loop_seconds: per state invariant.
+    """
+    results = []
+    for prop in properties.properties:
+        if isinstance(prop, ActionBox):
+            results.append(verify_action_property(
+                net, low, high, torch.tensor(prop.low), torch.tensor(prop.high), name=prop.name,
+                max_seconds=max_seconds, generator=generator))
+        elif isinstance(prop, (StateBox, StateHalfspace, ForbiddenBox)):
+            results.append(_state_property(net, low, high, properties, prop, model, horizon,
+                                           closed_loop_seconds, generator))
+        else:
+            results.append(VerifyResult(prop.name, "unknown", 0.0, details={
+                "reason": f"{prop.kind} concerns discrete/text actions, not this continuous "
+                          "network; enforce it with DiscreteShield or check a finite env with "
+                          "verify_finite"}))
+    return results
+
+
+def _state_property(net, low, high, properties, prop, model, horizon, seconds, generator):
+    if model is None:
+        return VerifyResult(prop.name, "unknown", 0.0, details={
+            "reason": "state invariants need the environment's one-step model; none declared"})
+    steps = horizon if horizon is not None else properties.horizon_of(prop)
+    if steps is None:
+        raise ValueError(f"property {prop.name!r}: give a horizon (in the property file or "
+                         "as an argument) to verify a state invariant")
+    start = time.perf_counter()
+    result = verify_closed_loop(net, model, low, high, prop, steps, parts=properties.parts,
+                                name=prop.name, max_seconds=seconds, generator=generator)
+    result.seconds = time.perf_counter() - start
+    return result

@@ -265,6 +265,18 @@ class FastPddlEnv(PddlEnv):
         return self.state, self.state["score"], self.state["done"]
 
 
+def inventory_text(env: textworld.Environment) -> str:
+    """What the agent carries, as the game's ``inventory`` command would say (state unchanged)."""
+    engine = env
+    while hasattr(engine, "_wrapped_env"):
+        engine = engine._wrapped_env
+    if isinstance(engine, FastPddlEnv):
+        return engine._derive("#inventory.feedback#", {}, FactIndex(engine._pddl_state))
+    context = {"state": engine._pddl_state, "facts": list(engine._pddl_state.facts),
+               "variables": {}, "mapping": {}, "entity_infos": engine._entity_infos}
+    return engine._logic.grammar.derive("#inventory.feedback#", context)
+
+
 def make_engine(fast: bool = True, infos: textworld.EnvInfos | None = None,
                 expert: bool = False, domain_randomization: bool = False) -> textworld.Environment:
     """Build ALFWorld's TextWorld environment stack (engine + demangler + infos [+ expert]).

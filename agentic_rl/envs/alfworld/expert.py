@@ -1,0 +1,73 @@
+"""ALFWorld experts: the handcoded expert, and the Fast Downward plan for pick_two_obj_and_place.
+
+ALFWorld's handcoded expert wins most games but fails most ``pick_two_obj_and_place`` games. For
+those, :class:`ExpertTracker` asks Fast Downward for a plan once, at reset (re-planning every step
+is slow and memory-hungry), and follows it while the agent follows it; once the agent leaves the
+plan it falls back to the handcoded expert.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PLANNER_TASK_TYPES = frozenset({"pick_two_obj_and_place"})
+
+
+def pddl_engine(env: Any) -> Any:
+    """The innermost TextWorld ``PddlEnv`` of a wrapper stack."""
+    while hasattr(env, "_wrapped_env"):
+        env = env._wrapped_env
+    return env
+
+
+def request_plan(env: Any) -> list[str]:
+    """Fast Downward plan (commands) from the current state of a loaded ALFWorld game."""
+    engine = pddl_engine(env)
+    return list(engine._pddl_state.replan(engine._entity_infos))
+
+
+class ExpertTracker:
+    """Gives the expert's next command for the current state of one episode.
+
+    Args:
+        task_type: the game's task type.
+        use_planner: follow a Fast Downward plan for the task types in
+            :data:`PLANNER_TASK_TYPES`.
+    """
+
+    def __init__(self, task_type: str, use_planner: bool = True) -> None:
+        self.task_type = task_type
+        self.use_planner = use_planner and task_type in PLANNER_TASK_TYPES
+        self.plan: list[str] = []
+        self.plan_step = 0
+        self.on_plan = False
+
+    def reset(self, env: Any) -> None:
+        """Request the plan (planner task types only); call right after the env's reset."""
+        self.plan = request_plan(env) if self.use_planner else []
+        self.plan_step = 0
+        self.on_plan = bool(self.plan)
+
+    def observe(self, command: str) -> None:
+        """Record the command the agent took."""
+        if self.on_plan:
+            if self.plan_step < len(self.plan) and command == self.plan[self.plan_step]:
+                self.plan_step += 1
+            else:
+                self.on_plan = False
+
+    def next_command(self, state: Any) -> str | None:
+        """The expert's next command (one of ``state["admissible_commands"]``), or None.
+
+        Args:
+            state: the TextWorld game state (with ``extra.expert_plan`` when the handcoded
+                expert wrapper is present).
+        """
+        admissible = state["admissible_commands"]
+        if self.on_plan and self.plan_step < len(self.plan):
+            command = self.plan[self.plan_step]
+            if command in admissible:
+                return command
+            self.on_plan = False
+        handcoded = (state.get("extra.expert_plan") or [None])[0]
+        return handcoded if handcoded in admissible else None

@@ -1,0 +1,361 @@
+"""HGPO (SPEC A7): a Manager proposes a goal every ``period`` steps, a Worker pi(a | s, g) reaches it.
+
+Both levels are PPO learners (``ppo.ppo_epochs``). The Manager's goal is a tanh-Gaussian sample in
+[-1, 1]^G (its Gaussian is the exploration noise); it is re-drawn at episode start, every
+``period`` steps, and for every env after each ``update`` (so no period straddles two rollouts).
+The goal space is the env's ``achieved_goal`` or a learned encoder phi (temporal-contrastive,
+with an EMA target encoder used for rewards). Worker reward: ``-||phi(s') - g||`` or the change
+of a learned success predictor; Manager reward: external reward summed over its period.
+Stabilisers: EMA target encoder, goal-change regularisation, HIRO goal relabelling, separate
+learning rates and update frequencies per level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from gymnasium import spaces
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentic_rl.algos import hgpo_losses as L
+from agentic_rl.algos.ppo import ActionScaler, flat_obs, ppo_epochs, space_dim
+from agentic_rl.data.hierarchical import ManagerSegments, manager_segments, period_ends
+from agentic_rl.data.rollout import Rollout, flatten_time, gae
+from agentic_rl.nets.goal_encoder import GoalEncoder, ManagerNet, SuccessPredictor, WorkerNet
+
+
+class LevelConfig(BaseModel):
+    """PPO settings of one level (Manager or Worker)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    learning_rate: float = Field(3e-4, gt=0)
+    gamma: float = Field(0.99, ge=0, le=1)
+    gae_lambda: float = Field(0.95, ge=0, le=1)
+    clip_range: float = Field(0.2, gt=0)
+    value_clip_range: float | None = Field(None, gt=0)
+    ent_coef: float = Field(0.01, ge=0)
+    vf_coef: float = Field(0.5, ge=0)
+    max_grad_norm: float = Field(0.5, gt=0)
+    n_epochs: int = Field(4, ge=1)
+    minibatch_size: int = Field(256, ge=1)
+    normalize_advantage: bool = True
+    target_kl: float | None = Field(None, gt=0)
+    update_every: int = Field(1, ge=1, description="update this level every k rollouts")
+    hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64])
+
+
+class HGPOConfig(BaseModel):
+    """HGPO hyper-parameters (the ``algorithm`` section of a config with ``name: hgpo``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Literal["hgpo"] = "hgpo"
+    period: int = Field(8, ge=1, description="C: steps per Manager goal")
+    rollout_steps: int = Field(128, ge=1)
+    activation: Literal["tanh", "relu"] = "tanh"
+    manager_obs_keys: list[str] = Field(default_factory=lambda: ["observation", "desired_goal"])
+    worker_obs_keys: list[str] = Field(default_factory=lambda: ["observation"])
+    goal_space: Literal["achieved_goal", "learned"] = "achieved_goal"
+    goal_dim: int = Field(2, ge=1, description="size of the learned goal space")
+    encoder_hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64])
+    encoder_lr: float = Field(1e-3, gt=0)
+    encoder_tau: float = Field(0.05, gt=0, le=1, description="EMA rate of the target encoder")
+    encoder_offset: int = Field(3, ge=1, description="steps between contrastive positives")
+    contrastive_temperature: float = Field(0.1, gt=0)
+    conditioning: Literal["concat", "film"] = "concat"
+    continuous_head: Literal["tanh", "gaussian"] = "tanh"
+    intrinsic_reward: Literal["distance", "success_predictor"] = "distance"
+    intrinsic_scale: float = Field(1.0, gt=0)
+    goal_tolerance: float = Field(0.1, gt=0, description="phi distance that counts as reached")
+    manager_recurrent: bool = False
+    gru_hidden: int = Field(64, ge=1)
+    goal_change_coef: float = Field(0.0, ge=0)
+    relabel_goals: bool = False
+    relabel_candidates: int = Field(8, ge=2)
+    relabel_std: float = Field(0.2, gt=0)
+    manager: LevelConfig = Field(default_factory=LevelConfig)
+    worker: LevelConfig = Field(default_factory=LevelConfig)
+
+
+@dataclass
+class HGPOState:
+    """Per-env hierarchical state carried between ``act`` calls."""
+
+    goal: torch.Tensor  # [N, G] current goal
+    step_in_period: torch.Tensor  # [N] steps taken under the current goal
+    version: int  # update count when the goals were drawn
+    hidden: torch.Tensor | None  # [N, H] Manager GRU state (recurrent only)
+
+
+def _prefixed(metrics: dict[str, float], level: str) -> dict[str, float]:
+    """``losses/policy_loss`` -> ``losses/worker_policy_loss``."""
+    return {k.replace("/", f"/{level}_", 1): v for k, v in metrics.items()}
+
+
+class HGPO:
+    """Hierarchical goal-conditioned policy optimisation with PPO levels.
+
+    Args:
+        config: hyper-parameters.
+        observation_space: ``Dict`` space with the manager/worker keys (and ``achieved_goal``).
+        action_space: ``Discrete`` (masked through ``obs["action_mask"]``) or ``Box``.
+        seed: seeds network initialisation, sampling and minibatches.
+    """
+
+    def __init__(self, config: HGPOConfig, observation_space, action_space, seed: int = 0) -> None:
+        self.config = cfg = config
+        self.scaler = ActionScaler(action_space)
+        torch.manual_seed(seed)
+        self.generator = torch.Generator().manual_seed(seed)
+        worker_dim = space_dim(observation_space, cfg.worker_obs_keys)
+        if cfg.goal_space == "achieved_goal":
+            self.goal_dim = space_dim(observation_space, ["achieved_goal"])
+        else:
+            self.goal_dim = cfg.goal_dim
+            self.encoder = GoalEncoder(worker_dim, cfg.goal_dim, cfg.encoder_hidden_sizes)
+            self.target_encoder = GoalEncoder(worker_dim, cfg.goal_dim, cfg.encoder_hidden_sizes)
+            self.target_encoder.load_state_dict(self.encoder.state_dict())
+            self.encoder_opt = torch.optim.Adam(self.encoder.parameters(), lr=cfg.encoder_lr)
+        self.manager = ManagerNet(
+            space_dim(observation_space, cfg.manager_obs_keys), self.goal_dim,
+            cfg.manager.hidden_sizes, cfg.activation, cfg.manager_recurrent, cfg.gru_hidden,
+        )
+        self.worker = WorkerNet(
+            worker_dim, self.goal_dim, self.scaler.dim, self.scaler.discrete,
+            cfg.worker.hidden_sizes, cfg.activation, cfg.conditioning, cfg.continuous_head,
+        )
+        self.manager_opt = torch.optim.Adam(self.manager.parameters(), lr=cfg.manager.learning_rate)
+        self.worker_opt = torch.optim.Adam(self.worker.parameters(), lr=cfg.worker.learning_rate)
+        if cfg.intrinsic_reward == "success_predictor":
+            self.predictor = SuccessPredictor(self.goal_dim, cfg.encoder_hidden_sizes)
+            self.predictor_opt = torch.optim.Adam(self.predictor.parameters(), lr=cfg.encoder_lr)
+        self.updates = 0
+
+    def phi(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Goal-space embedding ``[..., G]`` (target encoder when the space is learned)."""
+        if self.config.goal_space == "achieved_goal":
+            return obs["achieved_goal"].float()
+        with torch.no_grad():
+            return self.target_encoder(flat_obs(obs, self.config.worker_obs_keys))
+
+    def worker_act(self, obs: dict[str, torch.Tensor], goal: torch.Tensor, deterministic: bool):
+        """The Worker alone towards a given goal ``[N, G]``; returns env actions ``[N, ...]``."""
+        x, mask = flat_obs(obs, self.config.worker_obs_keys), obs.get("action_mask")
+        with torch.no_grad():
+            if deterministic:
+                return self.scaler.to_env(self.worker.mode(x, goal, mask))
+            return self.scaler.to_env(self.worker.sample(x, goal, mask, self.generator)[0])
+
+    def act(
+        self, obs: dict[str, torch.Tensor], state: HGPOState | None, deterministic: bool
+    ) -> tuple[torch.Tensor, HGPOState, dict[str, torch.Tensor]]:
+        """One step for ``N`` envs; new goals where ``is_first``, the period ran out, or after an
+        update. Extras: ``goal``, ``new_goal``, ``goal_log_prob``, ``manager_value``,
+        ``prev_goal``, ``has_prev_goal``, worker ``log_prob``, ``value``, ``policy_action``."""
+        cfg = self.config
+        x_m = flat_obs(obs, cfg.manager_obs_keys)
+        n = x_m.shape[0]
+        is_first = obs.get("is_first", torch.zeros(n, dtype=torch.bool)).bool()
+        if state is None or state.version != self.updates:
+            hidden = torch.zeros(n, cfg.gru_hidden) if cfg.manager_recurrent else None
+            state = HGPOState(torch.zeros(n, self.goal_dim), torch.zeros(n, dtype=torch.long), self.updates, hidden)
+            new, has_prev = torch.ones(n, dtype=torch.bool), torch.zeros(n, dtype=torch.bool)
+        else:
+            new = is_first | (state.step_in_period >= cfg.period)
+            has_prev = new & ~is_first
+        h_prev = None if state.hidden is None else state.hidden * (~is_first).float()[:, None]
+        with torch.no_grad():
+            feat = self.manager.features(x_m, h_prev)
+            if deterministic:
+                proposal, goal_log_prob = self.manager.policy.mode(feat), torch.zeros(n)
+            else:
+                proposal, goal_log_prob = self.manager.policy.sample(feat, None, self.generator)
+            goal = torch.where(new[:, None], proposal, state.goal)
+            hidden = None if h_prev is None else torch.where(new[:, None], feat, h_prev)
+            x_w, mask = flat_obs(obs, cfg.worker_obs_keys), obs.get("action_mask")
+            if deterministic:
+                action, log_prob = self.worker.mode(x_w, goal, mask), torch.zeros(n)
+            else:
+                action, log_prob = self.worker.sample(x_w, goal, mask, self.generator)
+            extras = {
+                "goal": goal, "new_goal": new, "goal_log_prob": goal_log_prob,
+                "manager_value": self.manager.value(feat), "prev_goal": state.goal,
+                "has_prev_goal": has_prev, "log_prob": log_prob,
+                "value": self.worker.value_of(x_w, goal), "policy_action": action,
+            }
+        if h_prev is not None:
+            extras["manager_hidden"] = h_prev
+        step = torch.where(new, 1, state.step_in_period + 1)
+        return self.scaler.to_env(action), HGPOState(goal, step, self.updates, hidden), extras
+
+    def intrinsic_reward(self, obs, next_obs, goal: torch.Tensor) -> torch.Tensor:
+        """Worker reward ``[...]`` for reaching towards ``goal [..., G]``."""
+        phi_next = self.phi(next_obs)
+        if self.config.intrinsic_reward == "distance":
+            return self.config.intrinsic_scale * L.distance_intrinsic_reward(phi_next, goal)
+        with torch.no_grad():
+            p_next = torch.sigmoid(self.predictor(phi_next, goal))
+            p_now = torch.sigmoid(self.predictor(self.phi(obs), goal))
+        return self.config.intrinsic_scale * L.success_progress_reward(p_next, p_now)
+
+    def period_log_likelihood(
+        self, rollout: Rollout, seg: ManagerSegments, candidates: torch.Tensor
+    ) -> torch.Tensor:
+        """``[M, K]``: sum over each period of ``log pi_w(a_t | s_t, candidate_k)``."""
+        x_w = flatten_time(flat_obs(rollout.obs, self.config.worker_obs_keys))
+        actions = flatten_time(rollout.extras["policy_action"])
+        mask = flatten_time(rollout.obs["action_mask"]) if "action_mask" in rollout.obs else None
+        segment = seg.step_segment.reshape(-1)
+        out = torch.zeros(candidates.shape[:2])
+        with torch.no_grad():
+            for k in range(candidates.shape[1]):
+                log_prob, _ = self.worker.evaluate(x_w, candidates[segment, k], actions, mask)
+                out[:, k] = torch.zeros(candidates.shape[0]).index_add_(0, segment, log_prob)
+        return out
+
+    def relabel_goals(self, rollout: Rollout, seg: ManagerSegments, goals: torch.Tensor):
+        """HIRO: candidates = stored goal, phi at the period end, Gaussian samples around it."""
+        cfg = self.config
+        achieved = self.phi(rollout.next_obs)[seg.end_t, seg.env]
+        noise = cfg.relabel_std * torch.randn(
+            (achieved.shape[0], cfg.relabel_candidates - 2, self.goal_dim), generator=self.generator
+        )
+        candidates = torch.cat(
+            [goals[:, None], achieved[:, None], (achieved[:, None] + noise).clamp(-1.0, 1.0)], 1
+        )
+        return L.select_relabel_goals(candidates, self.period_log_likelihood(rollout, seg, candidates))
+
+    def update(self, rollout: Rollout) -> dict[str, float]:
+        """Worker PPO, Manager PPO (every ``manager.update_every``), encoder / predictor steps."""
+        seg = manager_segments(
+            rollout.extras["new_goal"], rollout.dones, rollout.terminated, rollout.rewards
+        )
+        metrics: dict[str, float] = {}
+        if self.updates % self.config.worker.update_every == 0:
+            metrics |= _prefixed(self._update_worker(rollout, seg), "worker")
+        if self.updates % self.config.manager.update_every == 0:
+            metrics |= _prefixed(self._update_manager(rollout, seg), "manager")
+        if self.config.goal_space == "learned":
+            metrics |= self._update_encoder(rollout)
+        if self.config.intrinsic_reward == "success_predictor":
+            metrics |= self._update_predictor(rollout, seg)
+        self.updates += 1
+        return metrics
+
+    def _update_worker(self, rollout: Rollout, seg: ManagerSegments) -> dict[str, float]:
+        cfg, ex = self.config, rollout.extras
+        x_w = flat_obs(rollout.obs, cfg.worker_obs_keys)
+        with torch.no_grad():
+            reward = self.intrinsic_reward(rollout.obs, rollout.next_obs, ex["goal"])
+            next_value = self.worker.value_of(flat_obs(rollout.next_obs, cfg.worker_obs_keys), ex["goal"])
+            ends = period_ends(ex["new_goal"], rollout.dones)
+            adv, ret = gae(reward, ex["value"], next_value, rollout.terminated, ends,
+                           cfg.worker.gamma, cfg.worker.gae_lambda)
+        batch = {"x": x_w, "goal": ex["goal"], "action": ex["policy_action"], "log_prob": ex["log_prob"],
+                 "value": ex["value"], "advantage": adv, "return": ret}
+        if "action_mask" in rollout.obs:
+            batch["mask"] = rollout.obs["action_mask"]
+        metrics = ppo_epochs(
+            {k: flatten_time(v) for k, v in batch.items()},
+            lambda mb: self.worker.evaluate(mb["x"], mb["goal"], mb["action"], mb.get("mask")),
+            lambda mb: self.worker.value_of(mb["x"], mb["goal"]),
+            self.worker_opt, cfg.worker, self.generator,
+        )
+        return metrics | {"train/intrinsic_reward": float(reward.mean())}
+
+    def _update_manager(self, rollout: Rollout, seg: ManagerSegments) -> dict[str, float]:
+        cfg, ex = self.config, rollout.extras
+        start, env = seg.start_t, seg.env
+        batch = {
+            "x": flat_obs(rollout.obs, cfg.manager_obs_keys)[start, env],
+            "goal": ex["goal"][start, env], "log_prob": ex["goal_log_prob"][start, env],
+            "value": ex["manager_value"][start, env], "prev_goal": ex["prev_goal"][start, env],
+            "has_prev": ex["has_prev_goal"][start, env],
+        }
+        if cfg.manager_recurrent:
+            batch["h"] = ex["manager_hidden"][start, env]
+        metrics: dict[str, float] = {}
+        with torch.no_grad():
+            feat = self.manager.features(batch["x"], batch.get("h"))
+            x_next = flat_obs(rollout.next_obs, cfg.manager_obs_keys)[seg.end_t, env]
+            next_value = self.manager.value(self.manager.features(x_next, feat if cfg.manager_recurrent else None))
+            if cfg.relabel_goals:
+                batch["goal"], chosen = self.relabel_goals(rollout, seg, batch["goal"])
+                batch["log_prob"] = self.manager.policy.evaluate(feat, batch["goal"])[0]
+                metrics["train/relabel_fraction"] = float((chosen != 0).float().mean())
+            batch["advantage"], batch["return"] = gae(
+                seg.reward_sum, batch["value"], next_value, seg.terminated, seg.done,
+                cfg.manager.gamma, cfg.manager.gae_lambda,
+            )
+
+        def goal_change(mb: dict[str, torch.Tensor]) -> torch.Tensor:
+            mean_goal = self.manager.policy.mode(self.manager.features(mb["x"], mb.get("h")))
+            return cfg.goal_change_coef * L.goal_change_penalty(mean_goal, mb["prev_goal"], mb["has_prev"])
+
+        metrics |= ppo_epochs(
+            batch,
+            lambda mb: self.manager.policy.evaluate(self.manager.features(mb["x"], mb.get("h")), mb["goal"]),
+            lambda mb: self.manager.value(self.manager.features(mb["x"], mb.get("h"))),
+            self.manager_opt, cfg.manager, self.generator,
+            goal_change if cfg.goal_change_coef > 0 else None,
+        )
+        return metrics | {"train/period_reward": float(seg.reward_sum.mean())}
+
+    def _update_encoder(self, rollout: Rollout) -> dict[str, float]:
+        """Temporal-contrastive step on ``(s_t, s_{t+k})`` pairs inside one episode, then EMA."""
+        cfg, k = self.config, self.config.encoder_offset
+        x = flat_obs(rollout.obs, cfg.worker_obs_keys)
+        dones = rollout.dones.long()
+        done_count = torch.cat([torch.zeros_like(dones[:1]), dones.cumsum(0)])  # [T + 1, N]
+        steps = dones.shape[0]
+        valid = (done_count[k:steps] - done_count[: steps - k]) == 0  # no episode end in t..t+k-1
+        t_idx, n_idx = valid.nonzero(as_tuple=True)
+        if len(t_idx) < 2:
+            return {}
+        pick = torch.randperm(len(t_idx), generator=self.generator)[:256]
+        t_idx, n_idx = t_idx[pick], n_idx[pick]
+        loss = L.temporal_contrastive_loss(
+            self.encoder(x[t_idx, n_idx]), self.encoder(x[t_idx + k, n_idx]), cfg.contrastive_temperature
+        )
+        self.encoder_opt.zero_grad()
+        loss.backward()
+        self.encoder_opt.step()
+        with torch.no_grad():
+            for target, online in zip(self.target_encoder.parameters(), self.encoder.parameters()):
+                target.lerp_(online, cfg.encoder_tau)
+        return {"losses/encoder_loss": float(loss.detach())}
+
+    def _update_predictor(self, rollout: Rollout, seg: ManagerSegments) -> dict[str, float]:
+        """Label each step by whether phi at its period's end lies within ``goal_tolerance`` of g."""
+        goal = rollout.extras["goal"]
+        end_phi = self.phi(rollout.next_obs)[seg.end_t, seg.env][seg.step_segment]
+        label = ((end_phi - goal).norm(dim=-1) <= self.config.goal_tolerance).float()
+        logits = self.predictor(self.phi(rollout.obs), goal)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, label)
+        self.predictor_opt.zero_grad()
+        loss.backward()
+        self.predictor_opt.step()
+        return {"losses/predictor_loss": float(loss.detach()), "train/goal_reached": float(label.mean())}
+
+    def state_dict(self) -> dict[str, Any]:
+        state = {
+            "manager": self.manager.state_dict(), "worker": self.worker.state_dict(),
+            "manager_opt": self.manager_opt.state_dict(), "worker_opt": self.worker_opt.state_dict(),
+            "generator": self.generator.get_state(), "updates": self.updates,
+        }
+        for name in ("encoder", "target_encoder", "encoder_opt", "predictor", "predictor_opt"):
+            if hasattr(self, name):
+                state[name] = getattr(self, name).state_dict()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            if name == "generator":
+                self.generator.set_state(value)
+            elif name == "updates":
+                self.updates = int(value)
+            else:
+                getattr(self, name).load_state_dict(value)

@@ -8,12 +8,13 @@ continuous ones ``[B, act_dim]`` in the policy's own units ([-1, 1] for the tanh
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
 from torch import nn
 
-from agentic_rl.nets.actors import TanhGaussianActor
+from agentic_rl.nets.actors import TanhGaussianActor, gaussian_log_prob, tanh_log_det_jacobian
 from agentic_rl.nets.mlp import mlp
 
 
@@ -120,6 +121,47 @@ class TanhGaussianHead(nn.Module):
 
     def mode(self, x, mask=None):
         return self.actor.deterministic(x)
+
+
+class TanhDiagGaussianActor(nn.Module):
+    """pi(a | x) = tanh(N(mu(x), diag(exp(log_std)))) with a state-independent learned ``log_std``.
+
+    Unlike ``TanhGaussianActor`` the spread starts at ``exp(init_log_std)`` for every state, so an
+    on-policy learner explores the whole box from the start (HGPO's Manager uses it for goals).
+    ``evaluate`` returns the closed-form entropy of the pre-tanh Gaussian. Actions ``[B, act_dim]``
+    in (-1, 1).
+    """
+
+    def __init__(
+        self,
+        in_dim: int,
+        act_dim: int,
+        hidden_sizes: Sequence[int],
+        activation: str = "tanh",
+        init_log_std: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.net = mlp(in_dim, hidden_sizes, act_dim, activation)
+        self.log_std = nn.Parameter(torch.full((act_dim,), init_log_std))
+
+    def sample(self, x, mask=None, generator: torch.Generator | None = None):
+        mean = self.net(x)
+        noise = torch.randn(mean.shape, generator=generator, dtype=mean.dtype)
+        pre_tanh = mean + self.log_std.exp() * noise
+        log_prob = gaussian_log_prob(noise, self.log_std.expand_as(mean))
+        return torch.tanh(pre_tanh), log_prob - tanh_log_det_jacobian(pre_tanh)
+
+    def evaluate(self, x, action, mask=None, eps: float = 1e-6):
+        mean = self.net(x)
+        pre_tanh = torch.atanh(action.clamp(-1.0 + eps, 1.0 - eps))
+        log_std = self.log_std.expand_as(mean)
+        noise = (pre_tanh - mean) / log_std.exp()
+        log_prob = gaussian_log_prob(noise, log_std) - tanh_log_det_jacobian(pre_tanh)
+        entropy = (log_std + 0.5 * math.log(2 * math.pi * math.e)).sum(-1)
+        return log_prob, entropy
+
+    def mode(self, x, mask=None):
+        return torch.tanh(self.net(x))
 
 
 class ValueHead(nn.Module):

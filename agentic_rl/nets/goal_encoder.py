@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from agentic_rl.nets.categorical import TanhGaussianHead, ValueHead, make_policy_head
+from agentic_rl.nets.categorical import TanhDiagGaussianActor, ValueHead, make_policy_head
 from agentic_rl.nets.mlp import mlp
 
 
@@ -66,7 +66,8 @@ class SuccessPredictor(nn.Module):
 
 
 class ManagerNet(nn.Module):
-    """State -> goal policy (tanh-Gaussian, bounded in [-1, 1]^G) and value, optionally over a GRU.
+    """State -> goal policy (tanh-Gaussian, bounded in [-1, 1]^G; its Gaussian is the exploration
+    noise, starting at std ``exp(init_log_std)``) and value, optionally over a GRU.
 
     ``features(x [B, in_dim], h_prev [B, H] or None) -> [B, F]``: the GRU cell's new hidden state
     when recurrent (it advances once per Manager decision), else ``x`` itself.
@@ -80,11 +81,12 @@ class ManagerNet(nn.Module):
         activation: str,
         recurrent: bool = False,
         gru_hidden: int = 64,
+        init_log_std: float = 0.0,
     ) -> None:
         super().__init__()
         self.gru = nn.GRUCell(in_dim, gru_hidden) if recurrent else None
         width = gru_hidden if recurrent else in_dim
-        self.policy = TanhGaussianHead(width, goal_dim, hidden_sizes, activation)
+        self.policy = TanhDiagGaussianActor(width, goal_dim, hidden_sizes, activation, init_log_std)
         self.value = ValueHead(width, hidden_sizes, activation)
 
     def features(self, x: torch.Tensor, h_prev: torch.Tensor | None) -> torch.Tensor:

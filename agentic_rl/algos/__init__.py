@@ -1,0 +1,8 @@
+"""Learners by config name. Each entry builds an object following ``algos.base.Algorithm``."""
+
+from __future__ import annotations
+
+from agentic_rl.algos.opd import OPD
+from agentic_rl.algos.sac import SAC
+
+OFF_POLICY = {"sac": SAC, "opd": OPD}

@@ -1,0 +1,86 @@
+"""Off-Policy Distillation (SPEC A3): SAC plus a distillation term on a prototype batch.
+
+actor loss = SAC actor loss + opd_alpha(t) * distill(pi, prototypes), with distill the MSE
+between the deterministic action and the prototype action, or the prototype action's negative
+log-likelihood; an optional Q-filter keeps only prototypes the critic rates above the policy.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from agentic_rl.algos import losses
+from agentic_rl.algos.sac import SAC, Batch, SACConfig
+
+
+class Schedule(BaseModel):
+    """``start -> end`` over ``steps`` gradient updates, linear or exponential, then held."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    schedule: Literal["linear", "exponential"] = "linear"
+    start: float = Field(ge=0)
+    end: float = Field(ge=0)
+    steps: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def _positive_for_exponential(self) -> "Schedule":
+        if self.schedule == "exponential" and (self.start <= 0 or self.end <= 0):
+            raise ValueError("an exponential schedule needs start > 0 and end > 0")
+        return self
+
+    def value(self, step: int) -> float:
+        return losses.scheduled_value(self.start, self.end, self.steps, self.schedule, step)
+
+
+class OPDConfig(SACConfig):
+    """SAC's hyper-parameters plus the distillation term's."""
+
+    name: Literal["opd"] = "opd"  # type: ignore[assignment]
+    opd_alpha: float | Schedule = Field(0.2)
+    distill_loss: Literal["mse", "nll"] = "mse"
+    q_filter: bool = False
+    prototype_batch_size: int = Field(256, ge=1)
+
+
+class OPD(SAC):
+    """SAC whose ``actor_loss`` adds ``opd_alpha * distill`` on ``batch["prototype"]``."""
+
+    config: OPDConfig
+
+    def opd_alpha(self) -> float:
+        weight = self.config.opd_alpha
+        return weight.value(self.num_updates) if isinstance(weight, Schedule) else float(weight)
+
+    def actor_loss(self, q_pi: torch.Tensor, log_prob: torch.Tensor, alpha: torch.Tensor,
+                   batch: Batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        sac_loss = losses.sac_actor_loss(q_pi, log_prob, alpha)
+        prototype = batch.get("prototype")
+        if prototype is None:  # no prototypes yet (e.g. a skill whose buffer is still empty)
+            zero = torch.zeros((), device=sac_loss.device)
+            return sac_loss, {"losses/actor_sac_loss": sac_loss.detach(),
+                              "losses/actor_distill_loss": zero, "losses/actor_total_loss":
+                              sac_loss.detach(), "train/opd_alpha": zero + self.opd_alpha()}
+        x = self.policy_input(prototype["obs"], prototype.get("desired_goal"))
+        proto_action = prototype["action"]
+        mask = None
+        if self.config.q_filter:
+            with torch.no_grad():
+                policy_action = self.actor.deterministic(x)
+                mask = losses.q_filter_mask(self.critic(x, proto_action),
+                                            self.critic(x, policy_action))
+        if self.config.distill_loss == "mse":
+            distill = losses.distill_mse_loss(self.actor.deterministic(x), proto_action, mask)
+        else:
+            distill = losses.distill_nll_loss(self.actor.log_prob(x, proto_action), mask)
+        weight = self.opd_alpha()
+        total = sac_loss + weight * distill
+        metrics = {"losses/actor_sac_loss": sac_loss.detach(),
+                   "losses/actor_distill_loss": distill.detach(),
+                   "losses/actor_total_loss": total.detach(),
+                   "train/opd_alpha": torch.tensor(weight)}
+        if mask is not None:
+            metrics["train/q_filter_fraction"] = mask.mean()
+        return total, metrics

@@ -1,0 +1,207 @@
+"""Soft Actor-Critic (SPEC A1) for goal-conditioned and plain continuous control.
+
+Twin Q as one batched ensemble, target critic updated with one fused ``lerp`` per step,
+automatic entropy tuning. Observations arrive raw; the normalisers inside the agent scale them.
+Actions live in [-1, 1] inside the agent (``batch["action"]`` too) and are rescaled to the
+environment's bounds only in ``act``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentic_rl.algos import losses
+from agentic_rl.nets.actors import TanhGaussianActor
+from agentic_rl.nets.critics import EnsembleQ
+from agentic_rl.nets.normalizer import RunningNormalizer
+
+Batch = dict[str, Any]
+
+
+class HERConfig(BaseModel):
+    """Hindsight relabelling at sample time (SPEC A2)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    strategy: Literal["future", "final", "episode", "none"] = "future"
+    relabel_ratio: float = Field(0.8, ge=0, le=1)
+
+
+class SACConfig(BaseModel):
+    """Hyper-parameters of SAC's update."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: Literal["sac"] = "sac"
+    batch_size: int = Field(256, ge=1)
+    gamma: float = Field(0.95, gt=0, le=1)
+    tau: float = Field(0.05, gt=0, le=1)
+    updates_per_step: int = Field(1, ge=1)
+    num_q: int = Field(2, ge=1)
+    her: HERConfig = Field(default_factory=HERConfig)
+
+
+class SAC:
+    """SAC learner. ``update(batch)`` expects tensors ``obs [B, o]``, ``action [B, a]`` in
+    [-1, 1], ``reward [B]``, ``next_obs [B, o]``, ``terminated [B]`` and, for goal tasks,
+    ``desired_goal [B, g]`` (the goal the transition is evaluated against).
+    """
+
+    def __init__(self, config: SACConfig, agent: Any, spaces: dict[str, Any], device: str = "cpu",
+                 clip_obs: float = 5.0, normalize: tuple[bool, bool] = (True, True)) -> None:
+        self.config, self.device = config, torch.device(device)
+        obs_dim, goal_dim, act_dim = spaces["obs_dim"], spaces["goal_dim"], spaces["act_dim"]
+        self.action_low = torch.as_tensor(spaces["action_low"], dtype=torch.float32)
+        self.action_high = torch.as_tensor(spaces["action_high"], dtype=torch.float32)
+        self.obs_normalizer = RunningNormalizer(obs_dim, clip_obs, enabled=normalize[0])
+        self.goal_normalizer = RunningNormalizer(max(goal_dim, 1), clip_obs, enabled=normalize[1])
+        self.goal_conditioned = goal_dim > 0
+        in_dim = obs_dim + goal_dim
+        self.actor = TanhGaussianActor(in_dim, act_dim, agent.hidden_sizes, agent.activation)
+        self.critic = EnsembleQ(in_dim, act_dim, agent.hidden_sizes, config.num_q)
+        self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
+        for module in self.modules().values():
+            module.to(self.device)
+        self.log_alpha = torch.tensor(float(agent.init_alpha), device=self.device).log()
+        self.log_alpha.requires_grad_(True)
+        self.target_entropy = (-float(act_dim) if agent.target_entropy == "auto"
+                               else float(agent.target_entropy))
+        adam = {"foreach": True}
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), agent.actor_lr, **adam)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), agent.critic_lr, **adam)
+        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], agent.alpha_lr)
+        self.generator = torch.Generator(device=self.device)
+        self.num_updates = 0
+
+    # ----------------------------------------------------------------------------- acting
+    def modules(self) -> dict[str, torch.nn.Module]:
+        """Every module whose parameters or buffers belong in a checkpoint."""
+        return {"actor": self.actor, "critic": self.critic, "target_critic": self.target_critic,
+                "obs_normalizer": self.obs_normalizer, "goal_normalizer": self.goal_normalizer}
+
+    def policy_input(self, obs: torch.Tensor, goal: torch.Tensor | None) -> torch.Tensor:
+        """``[B, obs_dim + goal_dim]``: normalised observation, then normalised goal."""
+        if not self.goal_conditioned:
+            return self.obs_normalizer(obs)
+        return torch.cat([self.obs_normalizer(obs), self.goal_normalizer(goal)], dim=-1)
+
+    def unit_to_env(self, action: torch.Tensor) -> torch.Tensor:
+        """Map [-1, 1] actions to the environment's box."""
+        return self.action_low + (action + 1.0) * 0.5 * (self.action_high - self.action_low)
+
+    def env_to_unit(self, action: torch.Tensor) -> torch.Tensor:
+        """Inverse of ``unit_to_env`` (used to load demonstrations recorded in env units)."""
+        return 2.0 * (action - self.action_low) / (self.action_high - self.action_low) - 1.0
+
+    @torch.no_grad()
+    def act(self, obs: dict[str, torch.Tensor], state: Any = None, deterministic: bool = False):
+        """Actions ``[N, act_dim]`` in env units plus ``extras["unit_action"]`` in [-1, 1]."""
+        x = self.policy_input(obs["observation"].to(self.device),
+                              obs.get("desired_goal", torch.empty(0)).to(self.device))
+        if deterministic:
+            unit = self.actor.deterministic(x)
+        else:
+            unit = self.actor.sample(x, self.generator)[0]
+        unit = unit.cpu()
+        return self.unit_to_env(unit), state, {"unit_action": unit}
+
+    def observe(self, obs: dict[str, torch.Tensor]) -> None:
+        """Update the normaliser statistics with freshly collected raw observations."""
+        self.obs_normalizer.update(obs["observation"])
+        if self.goal_conditioned:
+            self.goal_normalizer.update(torch.cat([obs["desired_goal"], obs["achieved_goal"]]))
+
+    # ----------------------------------------------------------------------------- learning
+    @property
+    def alpha(self) -> torch.Tensor:
+        return self.log_alpha.detach().exp()
+
+    def update(self, batch: Batch) -> dict[str, float]:
+        """One gradient step on critic, actor and temperature; then the target update."""
+        batch = {k: (v.to(self.device) if torch.is_tensor(v) else v) for k, v in batch.items()}
+        goal = batch.get("desired_goal")
+        x = self.policy_input(batch["obs"], goal)
+        next_x = self.policy_input(batch["next_obs"], goal)
+        alpha = self.alpha
+
+        with torch.no_grad():
+            next_action, next_log_prob, _, _ = self.actor.sample(next_x, self.generator)
+            next_q = self.target_critic(next_x, next_action)
+            target = losses.soft_q_target(batch["reward"], batch["terminated"], next_q,
+                                          next_log_prob, alpha, self.config.gamma)
+        q = self.critic(x, batch["action"])
+        critic_loss = losses.critic_loss(q, target)
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        self.critic_optimizer.step()
+
+        action, log_prob, _, std = self.actor.sample(x, self.generator)
+        q_pi = self.critic(x, action)
+        actor_loss, actor_metrics = self.actor_loss(q_pi, log_prob, alpha, batch)
+        self.actor_optimizer.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        self.actor_optimizer.step()
+
+        alpha_loss = losses.temperature_loss(self.log_alpha, log_prob, self.target_entropy)
+        self.alpha_optimizer.zero_grad(set_to_none=True)
+        alpha_loss.backward()
+        self.alpha_optimizer.step()
+
+        with torch.no_grad():
+            online = list(self.critic.parameters())
+            torch._foreach_lerp_(list(self.target_critic.parameters()), online, self.config.tau)
+        self.num_updates += 1
+        metrics = {"losses/critic_loss": critic_loss, "losses/alpha_loss": alpha_loss,
+                   "train/q_mean": q.mean(), "train/entropy": -log_prob.mean(),
+                   "train/alpha": alpha, "train/policy_std": std.mean(), **actor_metrics}
+        values = torch.stack([v.detach().float() for v in metrics.values()]).tolist()
+        return dict(zip(metrics, values))
+
+    def actor_loss(self, q_pi: torch.Tensor, log_prob: torch.Tensor, alpha: torch.Tensor,
+                   batch: Batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """SAC's actor loss; OPD overrides this to add its distillation term."""
+        loss = losses.sac_actor_loss(q_pi, log_prob, alpha)
+        return loss, {"losses/actor_sac_loss": loss.detach(), "losses/actor_total_loss":
+                      loss.detach()}
+
+    # ----------------------------------------------------------------------------- state
+    def state_dict(self) -> dict[str, Any]:
+        """Tensors only (safetensors-ready) plus plain JSON metadata under ``"meta"``."""
+        tensors: dict[str, torch.Tensor] = {}
+        for name, module in self.modules().items():
+            tensors.update({f"{name}.{k}": v for k, v in module.state_dict().items()})
+        tensors["log_alpha"] = self.log_alpha.detach()
+        tensors["generator_state"] = self.generator.get_state()
+        optimizers = {"actor_optimizer": self.actor_optimizer,
+                      "critic_optimizer": self.critic_optimizer,
+                      "alpha_optimizer": self.alpha_optimizer}
+        for name, optimizer in optimizers.items():
+            for index, param_state in optimizer.state_dict()["state"].items():
+                tensors.update({f"{name}.{index}.{k}": torch.as_tensor(v)
+                                for k, v in param_state.items()})
+        return {"tensors": tensors, "meta": {"num_updates": self.num_updates}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        tensors = state["tensors"]
+        for name, module in self.modules().items():
+            prefix = f"{name}."
+            module.load_state_dict({k[len(prefix):]: v for k, v in tensors.items()
+                                    if k.startswith(prefix)})
+        with torch.no_grad():
+            self.log_alpha.copy_(tensors["log_alpha"])
+        self.generator.set_state(tensors["generator_state"])
+        optimizers = {"actor_optimizer": self.actor_optimizer,
+                      "critic_optimizer": self.critic_optimizer,
+                      "alpha_optimizer": self.alpha_optimizer}
+        for name, optimizer in optimizers.items():
+            saved = optimizer.state_dict()
+            per_param: dict[int, dict[str, torch.Tensor]] = {}
+            for key, value in tensors.items():
+                if key.startswith(name + "."):
+                    index, field = key[len(name) + 1:].split(".", 1)
+                    per_param.setdefault(int(index), {})[field] = value.clone()
+            saved["state"] = per_param
+            optimizer.load_state_dict(saved)
+        self.num_updates = int(state["meta"]["num_updates"])

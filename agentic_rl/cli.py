@@ -1,0 +1,150 @@
+"""``agentic-rl``: train | eval | demos | plot.
+
+User errors (bad config, unknown env, missing demo file, corrupt checkpoint) end with one line
+``error: ...`` that says what to fix, and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from agentic_rl.config import ConfigError
+
+RUNS_DIR = "runs"
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    from agentic_rl.envs.make import EnvError
+    from agentic_rl.experts.demos import DemoError
+    from agentic_rl.train.checkpoint import CheckpointError
+
+    return (ConfigError, EnvError, DemoError, CheckpointError, FileNotFoundError)
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from agentic_rl.config import load_config
+    from agentic_rl.train.plot import plot_runs
+    from agentic_rl.train.run import train
+
+    overrides = list(args.overrides)
+    if args.seed is not None:
+        overrides.append(f"training.seed={args.seed}")
+    config = load_config(args.config, overrides)
+    run_dir = Path(args.log_dir) / f"{Path(args.config).stem}_seed{config.training.seed}"
+    print(f"run folder: {run_dir}")
+    summary = train(config, run_dir, resume=args.resume, init_from=args.init_from,
+                    show_progress=not args.no_progress)
+    png = plot_runs([run_dir], run_dir / "learning_curve.png")
+    brief = {k: v for k, v in summary.items() if k != "eval_history"}
+    print(json.dumps(brief, indent=2))
+    print(f"learning curve: {png}")
+
+
+def cmd_eval(args: argparse.Namespace) -> None:
+    import yaml
+
+    from agentic_rl.config import validate_config
+    from agentic_rl.envs.make import make_env
+    from agentic_rl.train.checkpoint import latest_checkpoint
+    from agentic_rl.train.evaluate import evaluate
+    from agentic_rl.train.setup import build_algo, spaces_of
+    from agentic_rl.train.state import load_policy_into
+
+    run_dir = Path(args.run_dir)
+    config_path = run_dir / "config.yaml"
+    if not config_path.exists():
+        raise FileNotFoundError(f"{config_path} not found; pass a run folder written by "
+                                "`agentic-rl train`")
+    config = validate_config(yaml.safe_load(config_path.read_text()))
+    env = make_env(config.environment.name, config.environment.kwargs)
+    algo = build_algo(config, spaces_of(env))
+    load_policy_into(algo, latest_checkpoint(run_dir))
+    result = evaluate(algo, env, args.episodes, args.seed)
+    report = {"run": str(run_dir), "env": config.environment.name, **result.to_dict()}
+    print(json.dumps(report, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2))
+
+
+def cmd_demos(args: argparse.Namespace) -> None:
+    from agentic_rl.experts.demos import record_demos, save_demos
+
+    arrays = record_demos(args.env, args.episodes, seed=args.seed,
+                          successful_only=not args.keep_failures)
+    save_demos(arrays, args.out)
+    print(f"wrote {len(arrays['episode_length'])} episodes ({len(arrays['reward'])} steps) of "
+          f"{args.env} to {args.out}; expert success rate "
+          f"{float(arrays['expert_success_rate']):.2f}")
+
+
+def cmd_plot(args: argparse.Namespace) -> None:
+    from agentic_rl.train.plot import plot_runs
+
+    print(plot_runs(args.run_dirs, args.out))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agentic-rl", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    train = sub.add_parser("train", help="train from a YAML config")
+    train.add_argument("config", help="YAML file, e.g. configs/opd_fetch_reach.yaml")
+    train.add_argument("--log-dir", default=RUNS_DIR,
+                       help="parent folder; the run goes to LOG_DIR/<config>_seed<N>")
+    train.add_argument("--seed", type=int, help="shorthand for training.seed=N")
+    train.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
+    train.add_argument("--init-from", metavar="RUN_DIR",
+                       help="start from another run's actor, normalisers and prototypes")
+    train.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    train.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                       help="dotted overrides, e.g. algorithm.opd_alpha=0.1")
+    train.set_defaults(func=cmd_train)
+
+    evaluation = sub.add_parser("eval", help="evaluate a run's latest checkpoint")
+    evaluation.add_argument("run_dir")
+    evaluation.add_argument("--episodes", type=int, default=100)
+    evaluation.add_argument("--seed", type=int, default=12345)
+    evaluation.add_argument("--json", help="also write the result to this file")
+    evaluation.set_defaults(func=cmd_eval)
+
+    demos = sub.add_parser("demos", help="record scripted-expert demonstrations")
+    demos.add_argument("--env", required=True, help="environment id, e.g. FetchReach-v4")
+    demos.add_argument("--episodes", type=int, default=20)
+    demos.add_argument("--out", required=True, help="output .npz file")
+    demos.add_argument("--seed", type=int, default=0)
+    demos.add_argument("--keep-failures", action="store_true",
+                       help="also keep episodes the expert failed")
+    demos.set_defaults(func=cmd_demos)
+
+    plot = sub.add_parser("plot", help="learning curves of one or more runs")
+    plot.add_argument("run_dirs", nargs="+")
+    plot.add_argument("--out", default="learning_curves.png")
+    plot.set_defaults(func=cmd_plot)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    # argparse cannot take positionals after flags once subcommands exist: collect KEY=VALUE.
+    overrides = [item for item in extra if "=" in item and not item.startswith("-")]
+    if args.command != "train" and overrides or len(overrides) != len(extra):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if overrides:
+        args.overrides = list(args.overrides) + overrides
+    try:
+        args.func(args)
+    except user_errors() as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; resume with --resume", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

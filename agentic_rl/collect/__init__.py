@@ -1,0 +1,1 @@
+"""Collectors step (vector) environments with an algorithm's ``act``."""

@@ -1,0 +1,104 @@
+"""Step a vector env with a policy, keep ``terminated`` and ``truncated`` apart, reset finished
+envs with seeds from the run's generator, and hand back transitions and finished episodes.
+
+The vector env runs without autoreset, so the observation after the last step of an episode is
+the real final observation (no ``final_obs`` juggling), and every reset is seeded: a run resumed
+from a checkpoint taken between episodes replays exactly the same episodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+
+def to_tensors(obs: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+    return {k: torch.as_tensor(np.asarray(v), dtype=torch.float32) for k, v in obs.items()}
+
+
+@dataclass
+class FinishedEpisode:
+    """One finished episode of env ``env_index``: steps ``[L, ...]`` and its summary."""
+
+    env_index: int
+    success: bool
+    episode_return: float
+    length: int
+    steps: dict[str, torch.Tensor] = field(repr=False)
+
+
+class Collector:
+    """Owns the env's current observation and the per-env episode traces."""
+
+    def __init__(self, envs, rng: np.random.Generator) -> None:
+        self.envs, self.rng = envs, rng
+        self.num_envs = envs.num_envs
+        self.obs: dict[str, torch.Tensor] = {}
+        self.episode_seeds = np.zeros(self.num_envs, dtype=np.int64)
+        self.steps_in_episode = np.zeros(self.num_envs, dtype=np.int64)
+        self.traces: list[list[dict[str, torch.Tensor]]] = [[] for _ in range(self.num_envs)]
+
+    def reset_all(self, seeds: np.ndarray | None = None) -> dict[str, torch.Tensor]:
+        """Reset every env, with ``seeds`` (e.g. from a checkpoint) or fresh ones."""
+        if seeds is None:
+            seeds = self.rng.integers(0, 2**31 - 1, self.num_envs)
+        self.episode_seeds = np.asarray(seeds, dtype=np.int64)
+        obs, _ = self.envs.reset(seed=[int(s) for s in self.episode_seeds])
+        self.obs = to_tensors(obs)
+        self.steps_in_episode[:] = 0
+        self.traces = [[] for _ in range(self.num_envs)]
+        return self.obs
+
+    @property
+    def at_episode_boundary(self) -> bool:
+        """True when every env has just been reset (a checkpoint here resumes exactly)."""
+        return bool((self.steps_in_episode == 0).all())
+
+    def step(self, env_action: torch.Tensor, stored_action: torch.Tensor):
+        """Advance every env by one step.
+
+        Args:
+            env_action: ``[N, act_dim]`` in env units.
+            stored_action: ``[N, act_dim]`` what the learner stores (its [-1, 1] action).
+
+        Returns:
+            ``(transition, episode_end [N] bool, finished episodes)``; transition fields are
+            ``[N, ...]`` tensors named as in ``agentic_rl.data.replay.FIELDS``.
+        """
+        next_obs, reward, terminated, truncated, info = self.envs.step(env_action.numpy())
+        next_obs_t = to_tensors(next_obs)
+        transition = {
+            "obs": self.obs["observation"], "achieved_goal": self.obs["achieved_goal"],
+            "desired_goal": self.obs["desired_goal"], "action": stored_action,
+            "reward": torch.as_tensor(reward, dtype=torch.float32),
+            "next_obs": next_obs_t["observation"],
+            "next_achieved_goal": next_obs_t["achieved_goal"],
+            "terminated": torch.as_tensor(terminated, dtype=torch.float32),
+        }
+        episode_end = np.logical_or(terminated, truncated)
+        success = np.asarray(info.get("is_success", np.zeros(self.num_envs)), dtype=bool)
+        finished = []
+        self.steps_in_episode += 1
+        for env in range(self.num_envs):
+            self.traces[env].append({k: v[env] for k, v in transition.items()})
+            if episode_end[env]:
+                steps = {k: torch.stack([t[k] for t in self.traces[env]])
+                         for k in transition}
+                finished.append(FinishedEpisode(env, bool(success[env]),
+                                                float(steps["reward"].sum()),
+                                                int(self.steps_in_episode[env]), steps))
+                self.traces[env] = []
+        self.obs = next_obs_t
+        if episode_end.any():
+            self._reset_finished(episode_end)
+        return transition, torch.as_tensor(episode_end), finished
+
+    def _reset_finished(self, mask: np.ndarray) -> None:
+        seeds = self.rng.integers(0, 2**31 - 1, self.num_envs)
+        self.episode_seeds[mask] = seeds[mask]
+        obs, _ = self.envs.reset(seed=[int(s) if m else None for s, m in zip(seeds, mask)],
+                                 options={"reset_mask": mask})
+        self.obs = to_tensors(obs)  # envs outside the mask keep their current observation
+        self.steps_in_episode[mask] = 0

@@ -1,0 +1,218 @@
+"""Experiment configuration: YAML -> dotted CLI overrides -> validated, frozen pydantic models.
+
+One file per experiment with the sections ``algorithm``, ``agent``, ``environment`` and
+``training`` (SPEC C1). Every model forbids unknown keys, and ``load_config`` turns pydantic's
+errors into one line that names the key path and, for a misspelt key, the closest valid one.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agentic_rl.algos.opd import OPDConfig
+from agentic_rl.algos.sac import SACConfig
+
+
+class Section(BaseModel):
+    """Base for every config section: unknown keys are errors, values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SkillConfig(Section):
+    """One named skill: its own prototype buffer, filled from its own expert file."""
+
+    name: str
+    prototype_data_path: str | None = None
+    expert_kwargs: dict[str, float] = Field(default_factory=dict)
+    task_ids: list[str] = Field(default_factory=list)
+
+
+class AgentConfig(Section):
+    """Networks, optimisers and prototypes (the learner's body)."""
+
+    hidden_sizes: list[int] = Field(default_factory=lambda: [256, 256])
+    activation: Literal["relu", "tanh"] = "relu"
+    actor_lr: float = Field(1e-3, gt=0)
+    critic_lr: float = Field(1e-3, gt=0)
+    alpha_lr: float = Field(1e-3, gt=0)
+    init_alpha: float = Field(0.1, gt=0)
+    target_entropy: float | Literal["auto"] = "auto"
+    prototype_data_path: str | None = None
+    prototype_episodes: int = Field(20, ge=1)
+    prototype_capacity: int = Field(100_000, ge=1)
+    prototype_sampling: Literal["uniform", "return", "goal"] = "uniform"
+    prototypes_in_replay: bool = True
+    self_prototypes: bool = True
+    self_prototype_capacity: int = Field(20_000, ge=0)
+    skills: list[SkillConfig] = Field(default_factory=list)
+    skill_selection: Literal["task_id", "learned"] = "learned"
+
+
+class CurriculumStage(Section):
+    """A stage: attributes set on the unwrapped env (e.g. ``target_range``) while it lasts."""
+
+    name: str
+    env_attrs: dict[str, float | int | bool] = Field(default_factory=dict)
+
+
+class CurriculumConfig(Section):
+    stages: list[CurriculumStage] = Field(min_length=1)
+    success_threshold: float = Field(0.9, ge=0, le=1)
+
+
+class EnvironmentConfig(Section):
+    """Which env to build and how observations are normalised."""
+
+    name: str = "FetchReach-v4"
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    num_envs: int = Field(1, ge=1)
+    normalize_obs: bool = True
+    normalize_goal: bool = True
+    clip_obs: float = Field(5.0, gt=0)
+    curriculum: CurriculumConfig | None = None
+
+
+class TrainingConfig(Section):
+    """Loop length, evaluation, checkpoints, devices and threads."""
+
+    total_timesteps: int = Field(10_000, ge=1)
+    learning_starts: int = Field(100, ge=0)
+    eval_freq: int = Field(1_000, ge=1)
+    num_eval_episodes: int = Field(20, ge=1)
+    stop_success_rate: float | None = Field(None, ge=0, le=1)
+    checkpoint_freq: int = Field(5_000, ge=1)
+    buffer_size: int = Field(1_000_000, ge=1)
+    seed: int = 0
+    device: Literal["auto", "cpu", "cuda"] = "cpu"
+    torch_threads: int = Field(1, ge=1)
+    log_freq: int = Field(500, ge=1)
+
+    @field_validator("total_timesteps", "learning_starts", "eval_freq", "checkpoint_freq",
+                     "buffer_size", "log_freq", mode="before")
+    @classmethod
+    def _float_counts(cls, value: Any) -> Any:
+        """Accept ``1e6`` in YAML for counts (YAML reads it as a float or a string)."""
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
+
+
+AlgorithmConfig = Annotated[Union[SACConfig, OPDConfig], Field(discriminator="name")]
+
+
+class ExperimentConfig(Section):
+    """The whole experiment."""
+
+    algorithm: AlgorithmConfig
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
+    training: TrainingConfig = Field(default_factory=TrainingConfig)
+
+
+class ConfigError(ValueError):
+    """A config the user wrote is wrong; the message says where and how to fix it."""
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
+    """Read YAML, apply ``a.b.c=value`` overrides, validate.
+
+    Raises:
+        ConfigError: file missing, not YAML, bad override syntax, unknown key or wrong type.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist; pass the path to a YAML file "
+                          "such as configs/opd_fetch_reach.yaml")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path} must hold a mapping with sections algorithm, agent, "
+                          "environment, training")
+    for override in overrides or []:
+        apply_override(raw, override)
+    return validate_config(raw)
+
+
+def validate_config(raw: dict[str, Any]) -> ExperimentConfig:
+    """Validate a plain dict, converting pydantic errors into a ``ConfigError``."""
+    try:
+        return ExperimentConfig.model_validate(raw)
+    except ValidationError as error:
+        raise ConfigError(describe_validation_error(error, raw)) from None
+
+
+def apply_override(raw: dict[str, Any], override: str) -> None:
+    """Set ``raw[a][b][c] = yaml(value)`` for an override ``a.b.c=value`` (in place)."""
+    if "=" not in override:
+        raise ConfigError(f"override {override!r} must look like section.key=value, "
+                          "e.g. algorithm.opd_alpha=0.1")
+    dotted, value_text = override.split("=", 1)
+    keys = dotted.strip().split(".")
+    node = raw
+    for key in keys[:-1]:
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"override {override!r}: {key} is a value, not a section")
+        node = child
+    node[keys[-1]] = yaml.safe_load(value_text) if value_text.strip() else None
+
+
+def describe_validation_error(error: ValidationError, raw: dict[str, Any]) -> str:
+    """One line per problem: key path, what is wrong, and the closest valid key if misspelt."""
+    lines = []
+    for item in error.errors():
+        location = [str(part) for part in item["loc"]]
+        # Pydantic inserts the discriminator tag (e.g. 'opd') into paths of union members.
+        algorithm_name = str(raw.get("algorithm", {}).get("name", "")) if isinstance(
+            raw.get("algorithm"), dict) else ""
+        if len(location) > 1 and location[0] == "algorithm" and location[1] == algorithm_name:
+            del location[1]
+        path = ".".join(location)
+        if item["type"] == "extra_forbidden":
+            valid = valid_keys(location[:-1], raw)
+            close = difflib.get_close_matches(location[-1], valid, n=1, cutoff=0.5)
+            hint = f"; did you mean '{'.'.join(location[:-1] + close)}'?" if close else ""
+            lines.append(f"unknown config key '{path}'{hint} (valid keys here: "
+                         f"{', '.join(sorted(valid))})")
+        elif item["type"] == "union_tag_invalid":
+            lines.append(f"'{path}': unknown algorithm {item['input']!r}; choose one of "
+                         f"{item['ctx']['expected_tags']}")
+        else:
+            lines.append(f"config key '{path}': {item['msg']} (got {item.get('input')!r})")
+    return "; ".join(lines)
+
+
+def valid_keys(location: list[str], raw: dict[str, Any]) -> list[str]:
+    """Field names of the model at ``location`` (section names for the root)."""
+    model: type[BaseModel] = ExperimentConfig
+    for part in location:
+        if part == "algorithm":
+            name = raw.get("algorithm", {}).get("name", "sac")
+            model = {"sac": SACConfig, "opd": OPDConfig}.get(name, SACConfig)
+            continue
+        field = model.model_fields.get(part)
+        annotation = getattr(field, "annotation", None)
+        inner = [a for a in getattr(annotation, "__args__", (annotation,))
+                 if isinstance(a, type) and issubclass(a, BaseModel)]
+        if not inner:
+            return []
+        model = inner[0]
+    return list(model.model_fields)
+
+
+def dump_config(config: ExperimentConfig, path: str | Path) -> None:
+    """Write the resolved config (every default filled in) as YAML."""
+    Path(path).write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))

@@ -1,0 +1,1 @@
+"""Replay, hindsight relabelling, prototypes: all stored as preallocated torch tensors."""

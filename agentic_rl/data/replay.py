@@ -1,0 +1,139 @@
+"""Ring-buffer replay with an episode index, for off-policy learners (SPEC A1, A2).
+
+Storage is a set of preallocated tensors shaped ``[capacity, num_envs, ...]``: column ``e``
+holds env ``e``'s transitions in time order, so an episode is a contiguous (wrapping) run of
+rows. ``episode_length`` is written once the episode ends; only finished episodes are sampled,
+which lets hindsight relabelling look at any later step of the same episode.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from agentic_rl.data.her import RewardFn, relabel_offsets
+
+FIELDS = ("obs", "achieved_goal", "desired_goal", "action", "reward", "next_obs",
+          "next_achieved_goal", "terminated")
+
+
+class ReplayBuffer:
+    """Transitions of ``num_envs`` parallel envs; sampling with optional HER relabelling.
+
+    Args:
+        capacity: rows per env column.
+        num_envs: parallel envs written per ``add``.
+        shapes: per-field feature shape, e.g. ``{"obs": (10,), "action": (4,), ...}``; scalars
+            (``reward``, ``terminated``) use ``()``.
+    """
+
+    def __init__(self, capacity: int, num_envs: int, shapes: dict[str, tuple[int, ...]]):
+        self.capacity, self.num_envs = capacity, num_envs
+        self.storage = {name: torch.zeros((capacity, num_envs, *shapes.get(name, ())))
+                        for name in FIELDS}
+        self.episode_start = torch.zeros((capacity, num_envs), dtype=torch.long)
+        self.episode_length = torch.zeros((capacity, num_envs), dtype=torch.long)
+        self.current_start = torch.zeros(num_envs, dtype=torch.long)
+        self.pos, self.full = 0, False
+
+    def __len__(self) -> int:
+        return (self.capacity if self.full else self.pos) * self.num_envs
+
+    def num_sampleable(self) -> int:
+        """Transitions of finished episodes (the only ones ``sample`` draws)."""
+        return int((self.episode_length[: self._used_rows()] > 0).sum())
+
+    def _used_rows(self) -> int:
+        return self.capacity if self.full else self.pos
+
+    def add(self, transition: dict[str, torch.Tensor], episode_end: torch.Tensor) -> None:
+        """Write one step of every env: fields ``[num_envs, ...]``, ``episode_end [num_envs]``
+        (terminated or truncated)."""
+        self._forget_overwritten_episodes(self.pos)
+        for name in FIELDS:
+            self.storage[name][self.pos] = transition[name]
+        self.episode_start[self.pos] = self.current_start
+        self.episode_length[self.pos] = 0
+        for env in torch.nonzero(episode_end).flatten().tolist():
+            start = int(self.current_start[env])
+            length = (self.pos - start) % self.capacity + 1
+            rows = (start + torch.arange(length)) % self.capacity
+            self.episode_length[rows, env] = length
+        self.pos = (self.pos + 1) % self.capacity
+        self.full = self.full or self.pos == 0
+        self.current_start[episode_end.bool()] = self.pos
+
+    def _forget_overwritten_episodes(self, row: int) -> None:
+        """Before row ``row`` is overwritten, unmark the old episodes that pass through it."""
+        for env in torch.nonzero(self.episode_length[row]).flatten().tolist():
+            start, length = int(self.episode_start[row, env]), int(self.episode_length[row, env])
+            rows = (start + torch.arange(length)) % self.capacity
+            self.episode_length[rows, env] = 0
+
+    def add_episode(self, episode: dict[str, torch.Tensor]) -> None:
+        """Append a whole episode (fields ``[L, ...]``) to a single-env buffer (demonstrations)."""
+        if self.num_envs != 1:
+            raise ValueError("add_episode needs a buffer with num_envs=1")
+        length = episode["reward"].shape[0]
+        for step in range(length):
+            end = torch.tensor([step == length - 1])
+            self.add({k: v[step : step + 1] for k, v in episode.items() if k in FIELDS}, end)
+
+    def sample(self, batch_size: int, generator: torch.Generator, her_strategy: str = "none",
+               relabel_ratio: float = 0.0, reward_fn: RewardFn | None = None,
+               success_fn: RewardFn | None = None) -> dict[str, torch.Tensor]:
+        """Uniform over finished episodes' transitions; relabel a fraction of goals.
+
+        ``success_fn`` (only for envs that terminate on success) recomputes ``terminated`` for
+        the relabelled goals.
+
+        Returns:
+            ``obs [B, o]``, ``action [B, a]``, ``reward [B]``, ``next_obs [B, o]``,
+            ``terminated [B]``, ``desired_goal [B, g]`` (the possibly relabelled goal),
+            ``achieved_goal`` and ``next_achieved_goal [B, g]``.
+        """
+        valid = torch.nonzero(self.episode_length[: self._used_rows()].reshape(-1) > 0).flatten()
+        if valid.numel() == 0:
+            raise RuntimeError("no finished episode in the replay buffer yet; raise "
+                               "training.learning_starts above one episode length")
+        flat = valid[torch.randint(valid.numel(), (batch_size,), generator=generator)]
+        rows, envs = flat // self.num_envs, flat % self.num_envs
+        batch = {name: self.storage[name][rows, envs] for name in FIELDS}
+        if her_strategy != "none" and relabel_ratio > 0:
+            if reward_fn is None:
+                raise ValueError("HER relabelling needs a reward_fn")
+            start, length = self.episode_start[rows, envs], self.episode_length[rows, envs]
+            offset = (rows - start) % self.capacity
+            goal_offset = relabel_offsets(her_strategy, offset, length, generator)
+            goal_rows = (start + goal_offset) % self.capacity
+            relabel = torch.rand(batch_size, generator=generator) < relabel_ratio
+            new_goal = self.storage["next_achieved_goal"][goal_rows, envs]
+            batch["desired_goal"] = torch.where(relabel[:, None], new_goal, batch["desired_goal"])
+            batch["reward"] = reward_fn(batch["next_achieved_goal"], batch["desired_goal"])
+            if success_fn is not None:  # envs that end an episode when the goal is reached
+                batch["terminated"] = success_fn(batch["next_achieved_goal"],
+                                                 batch["desired_goal"]).float()
+        return batch
+
+    # ---------------------------------------------------------------------- checkpointing
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        """Everything needed to restore the buffer, as numpy arrays for an ``.npz``."""
+        used = self._used_rows()
+        arrays = {f"storage.{k}": v[:used].numpy() for k, v in self.storage.items()}
+        arrays.update(episode_start=self.episode_start[:used].numpy(),
+                      episode_length=self.episode_length[:used].numpy(),
+                      current_start=self.current_start.numpy(),
+                      pointer=np.array([self.pos, int(self.full)]))
+        return arrays
+
+    def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        used = arrays["episode_start"].shape[0]
+        if used > self.capacity or arrays["current_start"].shape[0] != self.num_envs:
+            raise ValueError("checkpointed replay buffer does not fit this config's buffer_size "
+                             "or num_envs")
+        for name in FIELDS:
+            self.storage[name][:used] = torch.from_numpy(arrays[f"storage.{name}"])
+        self.episode_start[:used] = torch.from_numpy(arrays["episode_start"])
+        self.episode_length[:used] = torch.from_numpy(arrays["episode_length"])
+        self.current_start[:] = torch.from_numpy(arrays["current_start"])
+        self.pos, self.full = int(arrays["pointer"][0]), bool(arrays["pointer"][1])

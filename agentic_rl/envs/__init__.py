@@ -1,0 +1,1 @@
+"""Environments: construction from config, goal-conditioned interface, curricula."""

@@ -1,0 +1,84 @@
+"""Goal-conditioned interface (SPEC E1): dict observations and reward/success functions.
+
+Every goal env here has dict observations ``observation``, ``achieved_goal``, ``desired_goal``.
+``GoalFunctions`` turns the env's own ``compute_reward`` into tensor functions that hindsight
+relabelling calls on whole batches; for the distance-threshold envs of gymnasium-robotics the
+same formula is applied directly on tensors (checked against ``compute_reward`` in the tests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+TensorFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
+
+
+@dataclass(frozen=True)
+class GoalFunctions:
+    """Reward and success of ``(achieved_goal [B, g], desired_goal [B, g])`` as tensors ``[B]``.
+
+    ``terminates_on_success`` says whether reaching the goal ends the episode, so relabelled
+    transitions get ``terminated = success``.
+    """
+
+    reward_fn: TensorFn
+    success_fn: TensorFn
+    terminates_on_success: bool = False
+
+
+def is_goal_env(env: gym.Env) -> bool:
+    space = env.observation_space
+    return isinstance(space, gym.spaces.Dict) and all(k in space.spaces for k in GOAL_KEYS)
+
+
+def goal_functions(env: gym.Env) -> GoalFunctions:
+    """Build tensor reward/success functions for a goal env."""
+    base = env.unwrapped
+    threshold = getattr(base, "distance_threshold", None)
+    reward_type = getattr(base, "reward_type", None)
+    terminates = bool(getattr(base, "terminates_on_success", False))
+    if threshold is not None and reward_type in ("sparse", "dense"):
+        def success_fn(achieved: torch.Tensor, desired: torch.Tensor) -> torch.Tensor:
+            return (torch.linalg.vector_norm(achieved - desired, dim=-1) < threshold).float()
+
+        if reward_type == "sparse":
+            def reward_fn(achieved: torch.Tensor, desired: torch.Tensor) -> torch.Tensor:
+                return success_fn(achieved, desired) - 1.0
+        else:
+            def reward_fn(achieved: torch.Tensor, desired: torch.Tensor) -> torch.Tensor:
+                return -torch.linalg.vector_norm(achieved - desired, dim=-1)
+        return GoalFunctions(reward_fn, success_fn, terminates)
+
+    def numpy_reward(achieved: torch.Tensor, desired: torch.Tensor) -> torch.Tensor:
+        reward = base.compute_reward(achieved.numpy(), desired.numpy(), {})
+        return torch.as_tensor(np.asarray(reward, dtype=np.float32))
+
+    if hasattr(base, "compute_success"):
+        def numpy_success(achieved: torch.Tensor, desired: torch.Tensor) -> torch.Tensor:
+            return torch.as_tensor(np.asarray(base.compute_success(achieved.numpy(),
+                                                                   desired.numpy()), np.float32))
+    else:
+        def numpy_success(achieved: torch.Tensor, desired: torch.Tensor) -> torch.Tensor:
+            raise ValueError(f"{type(base).__name__} has no compute_success; HER cannot relabel "
+                             "'terminated' for it")
+    return GoalFunctions(numpy_reward, numpy_success, terminates)
+
+
+class FlatToGoalObservation(gym.ObservationWrapper):
+    """Present a plain ``Box`` env as a goal env with empty goals, so one loop serves both."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        empty = gym.spaces.Box(-np.inf, np.inf, (0,), np.float32)
+        self.observation_space = gym.spaces.Dict(
+            {"observation": env.observation_space, "achieved_goal": empty, "desired_goal": empty})
+
+    def observation(self, observation: np.ndarray) -> dict[str, np.ndarray]:
+        empty = np.zeros(0, dtype=np.float32)
+        return {"observation": observation, "achieved_goal": empty, "desired_goal": empty}

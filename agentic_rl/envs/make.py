@@ -1,0 +1,77 @@
+"""Build environments from config: one id namespace for Gymnasium, gymnasium-robotics and ours."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import io
+import importlib
+from typing import Any, Callable
+
+import gymnasium as gym
+
+from agentic_rl.envs.goal import FlatToGoalObservation, is_goal_env
+
+# Modules that register envs of this project (each exposes register_envs()); optional ones are
+# skipped when their extra dependencies are missing.
+OWN_ENV_MODULES = ("agentic_rl.envs.gridworld", "agentic_rl.envs.mazes",
+                   "agentic_rl.envs.alfworld")
+_registered = False
+
+
+class EnvError(ValueError):
+    """An environment id or its arguments are wrong."""
+
+
+def register_all() -> None:
+    """Register gymnasium-robotics and this project's envs with Gymnasium (idempotent)."""
+    global _registered
+    if _registered:
+        return
+    with contextlib.redirect_stderr(io.StringIO()):  # a notice about Adroit envs we never use
+        import gymnasium_robotics
+
+    gym.register_envs(gymnasium_robotics)
+    for name in OWN_ENV_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError:
+            continue  # that family or its optional dependency is not installed
+        register = getattr(module, "register_envs", None)
+        if register is not None:
+            register()
+    _registered = True
+
+
+def make_env(name: str, kwargs: dict[str, Any] | None = None) -> gym.Env:
+    """``gym.make`` with a clear error for unknown ids; plain Box envs get empty goals."""
+    register_all()
+    if name not in gym.registry:
+        close = difflib.get_close_matches(name, list(gym.registry), n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise EnvError(f"unknown environment id {name!r}{hint} (Fetch tasks are the -v4 ids, "
+                       "e.g. FetchReach-v4)")
+    try:
+        env = gym.make(name, **(kwargs or {}))
+    except TypeError as error:
+        raise EnvError(f"environment {name!r} rejected environment.kwargs: {error}") from None
+    if not is_goal_env(env):
+        if not isinstance(env.observation_space, gym.spaces.Box):
+            raise EnvError(f"{name} has observation space {env.observation_space}; the "
+                           "off-policy learners need a Box or a goal Dict space")
+        env = FlatToGoalObservation(env)
+    return env
+
+
+def env_factory(name: str, kwargs: dict[str, Any] | None = None) -> Callable[[], gym.Env]:
+    """A picklable-by-closure thunk for vector envs."""
+    return lambda: make_env(name, kwargs)
+
+
+def make_vec_env(name: str, num_envs: int, kwargs: dict[str, Any] | None = None):
+    """A synchronous vector env without autoreset: the collector resets envs itself, with seeds
+    drawn from the run's generator, so a resumed run replays the same episodes."""
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    return SyncVectorEnv([env_factory(name, kwargs) for _ in range(num_envs)],
+                         autoreset_mode=AutoresetMode.DISABLED)

@@ -1,0 +1,50 @@
+"""Running mean/std normalisation that travels with the model (SPEC E1).
+
+The statistics are buffers of an ``nn.Module``: they are saved in the checkpoint's safetensors
+file with the networks and reused by evaluation, demos and the verifier. Data everywhere else in
+the library (replay, prototypes, demo files) stays raw, so hindsight-relabelled goals are
+normalised with the same statistics as real ones.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class RunningNormalizer(nn.Module):
+    """``clamp((x - mean) / sqrt(var + eps), -clip, clip)`` with statistics merged batch by batch.
+
+    Shapes: ``update(x [B, dim])``, ``forward(x [..., dim]) -> [..., dim]``.
+    """
+
+    def __init__(self, dim: int, clip: float = 5.0, eps: float = 1e-8, enabled: bool = True):
+        super().__init__()
+        self.clip, self.eps, self.enabled = clip, eps, enabled
+        self.register_buffer("mean", torch.zeros(dim, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(dim, dtype=torch.float64))
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        """Merge the batch statistics of ``x [B, dim]`` (Chan et al. parallel variance)."""
+        if not self.enabled or x.numel() == 0:
+            return
+        x = x.reshape(-1, self.mean.shape[0]).to(torch.float64)
+        batch_count = x.shape[0]
+        batch_mean = x.mean(dim=0)
+        batch_var = x.var(dim=0, unbiased=False)
+        total = self.count + batch_count
+        delta = batch_mean - self.mean
+        new_mean = self.mean + delta * (batch_count / total)
+        m2 = self.var * self.count + batch_var * batch_count + delta.pow(2) * self.count * (
+            batch_count / total)
+        self.mean.copy_(new_mean)
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.enabled:
+            return x
+        scale = torch.rsqrt(self.var + self.eps).to(x.dtype)
+        return ((x - self.mean.to(x.dtype)) * scale).clamp(-self.clip, self.clip)

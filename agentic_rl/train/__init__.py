@@ -1,0 +1,1 @@
+"""Training loops, evaluation, logging and checkpoints."""

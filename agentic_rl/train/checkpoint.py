@@ -1,0 +1,102 @@
+"""Checkpoints (SPEC C4): tensors in safetensors, metadata in JSON, buffers in ``.npz``.
+
+Layout: ``RUN_DIR/checkpoints/step_000001000/{model.safetensors, state.json, buffers.npz}`` and
+``RUN_DIR/checkpoints/latest`` naming the newest complete one. A checkpoint is written into a
+temporary folder and renamed into place, and ``latest`` is replaced atomically, so a crash at
+any moment leaves the previous checkpoint intact. Loading never unpickles anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+MODEL_FILE, STATE_FILE, BUFFERS_FILE = "model.safetensors", "state.json", "buffers.npz"
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint is missing, truncated or corrupt."""
+
+
+def save_checkpoint(checkpoint_root: str | Path, step: int, tensors: dict[str, torch.Tensor],
+                    state: dict[str, Any], buffers: dict[str, np.ndarray], keep: int = 2) -> Path:
+    """Write one checkpoint atomically and point ``latest`` at it; keep the newest ``keep``."""
+    root = Path(checkpoint_root)
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"step_{step:09d}"
+    temporary = root / f".tmp_step_{step:09d}"
+    shutil.rmtree(temporary, ignore_errors=True)
+    temporary.mkdir()
+    save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()},
+              str(temporary / MODEL_FILE))
+    (temporary / STATE_FILE).write_text(json.dumps(state))
+    with open(temporary / BUFFERS_FILE, "wb") as handle:
+        np.savez(handle, **buffers)
+    for path in temporary.iterdir():
+        with open(path, "rb") as handle:
+            os.fsync(handle.fileno())
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(temporary, final)
+    pointer = root / "latest.tmp"
+    pointer.write_text(final.name)
+    os.replace(pointer, root / "latest")
+    for old in sorted(p for p in root.glob("step_*") if p.is_dir())[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def latest_checkpoint(run_dir: str | Path) -> Path:
+    """The newest complete checkpoint of a run (``RUN_DIR`` or a checkpoint folder itself)."""
+    path = Path(run_dir)
+    if (path / MODEL_FILE).exists():
+        return path
+    root = path / "checkpoints"
+    pointer = root / "latest"
+    if not pointer.exists():
+        raise CheckpointError(f"no checkpoint in {path}; train first (`agentic-rl train CONFIG "
+                              f"--log-dir ...`) or pass a run folder that has checkpoints/")
+    folder = root / pointer.read_text().strip()
+    if not folder.is_dir():
+        raise CheckpointError(f"{pointer} names {folder.name}, which is missing; delete "
+                              f"{pointer} and resume from a folder in {root}")
+    return folder
+
+
+def load_checkpoint(folder: str | Path, with_buffers: bool = True):
+    """Read ``(tensors, state, buffers)``; any unreadable part raises ``CheckpointError``."""
+    folder = Path(folder)
+    parts = [MODEL_FILE, STATE_FILE] + ([BUFFERS_FILE] if with_buffers else [])
+    missing = [name for name in parts if not (folder / name).exists()]
+    if missing:
+        raise CheckpointError(f"checkpoint {folder} is incomplete (missing {missing}); resume "
+                              "from an earlier checkpoint or start a fresh run")
+    try:
+        tensors = load_file(str(folder / MODEL_FILE))
+        state = json.loads((folder / STATE_FILE).read_text())
+        buffers: dict[str, np.ndarray] = {}
+        if with_buffers:
+            with np.load(folder / BUFFERS_FILE, allow_pickle=False) as data:
+                buffers = {k: data[k] for k in data.files}
+    except Exception as error:  # safetensors/json/zip errors all mean the same to the user
+        raise CheckpointError(f"checkpoint {folder} is corrupt or truncated "
+                              f"({type(error).__name__}: {error}); delete it and resume from "
+                              "an earlier checkpoint, or start a fresh run") from None
+    return tensors, state, buffers
+
+
+def prefixed(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
+    """Select the arrays under ``prefix/`` and strip it."""
+    start = len(prefix) + 1
+    return {k[start:]: v for k, v in arrays.items() if k.startswith(prefix + "/")}
+
+
+def with_prefix(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
+    return {f"{prefix}/{k}": v for k, v in arrays.items()}

@@ -1,0 +1,68 @@
+"""Deterministic evaluation (SPEC D2): success = ``info["is_success"]`` at the last step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from agentic_rl.collect.collector import to_tensors
+
+EVAL_SEED_OFFSET = 1_000_000  # evaluation episodes never share seeds with training episodes
+
+
+@dataclass
+class EvalResult:
+    success_rate: float
+    mean_return: float
+    mean_length: float
+    successes: list[bool] = field(default_factory=list)
+    episodes: list[dict[str, torch.Tensor]] = field(default_factory=list, repr=False)
+
+    def metrics(self, prefix: str = "eval") -> dict[str, float]:
+        return {f"{prefix}/success_rate": self.success_rate,
+                f"{prefix}/mean_return": self.mean_return,
+                f"{prefix}/mean_length": self.mean_length}
+
+    def to_dict(self) -> dict[str, object]:
+        return {"success_rate": self.success_rate, "mean_return": self.mean_return,
+                "mean_length": self.mean_length, "episodes": len(self.successes)}
+
+
+def evaluate(algo, env: gym.Env, episodes: int, seed: int,
+             keep_episodes: bool = False) -> EvalResult:
+    """Run ``episodes`` deterministic episodes with seeds ``seed + EVAL_SEED_OFFSET + k``.
+
+    Args:
+        algo: anything with ``act(obs, state, deterministic)``.
+        env: a single (non-vector) goal env.
+        keep_episodes: return the steps of successful episodes (``obs``, ``desired_goal``,
+            ``achieved_goal``, ``action`` in the learner's units), e.g. for prototypes.
+    """
+    successes, returns, lengths, kept = [], [], [], []
+    for index in range(episodes):
+        obs, _ = env.reset(seed=seed + EVAL_SEED_OFFSET + index)
+        state, done, total, length, info = None, False, 0.0, 0, {}
+        trace: list[dict[str, torch.Tensor]] = []
+        while not done:
+            obs_t = {k: v.unsqueeze(0) for k, v in to_tensors(obs).items()}
+            action, state, extras = algo.act(obs_t, state, deterministic=True)
+            if keep_episodes:
+                stored = extras.get("unit_action", action)[0]
+                trace.append({"obs": obs_t["observation"][0], "action": stored,
+                              "desired_goal": obs_t["desired_goal"][0],
+                              "achieved_goal": obs_t["achieved_goal"][0]})
+            obs, reward, terminated, truncated, info = env.step(action[0].numpy())
+            total, length, done = total + float(reward), length + 1, terminated or truncated
+        success = bool(info.get("is_success", False))
+        successes.append(success)
+        returns.append(total)
+        lengths.append(length)
+        if keep_episodes and success:
+            episode = {k: torch.stack([t[k] for t in trace]) for k in trace[0]}
+            episode["return"] = torch.tensor(total)
+            kept.append(episode)
+    return EvalResult(float(np.mean(successes)), float(np.mean(returns)), float(np.mean(lengths)),
+                      successes, kept)

@@ -1,0 +1,149 @@
+"""The off-policy loop: collect -> store -> sample (HER, demos, prototypes) -> update ->
+evaluate / log / checkpoint. Explicit and flat, like TorchRL's SOTA scripts."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+import numpy as np
+import torch
+
+from agentic_rl.collect.collector import Collector, FinishedEpisode
+from agentic_rl.train import state
+from agentic_rl.train.evaluate import evaluate
+from agentic_rl.train.logger import Logger
+from agentic_rl.train.progress import Progress
+from agentic_rl.train.setup import Run
+
+RECENT_EPISODES = 20
+
+
+def sample_batch(run: Run, batch_size: int) -> dict:
+    """A replay batch (demo transitions mixed in by their share of all stored transitions) with
+    HER relabelling, plus the current skill's prototype batch for OPD."""
+    algo_cfg, goal_fns = run.config.algorithm, run.goal_fns
+    her = dict(her_strategy=algo_cfg.her.strategy, relabel_ratio=algo_cfg.her.relabel_ratio,
+               reward_fn=goal_fns.reward_fn,
+               success_fn=goal_fns.success_fn if goal_fns.terminates_on_success else None)
+    online = run.replay.num_sampleable()
+    demos = run.demo_replay.num_sampleable() if run.demo_replay is not None else 0
+    demo_count = round(batch_size * demos / max(online + demos, 1))
+    parts = []
+    if batch_size - demo_count > 0:
+        parts.append(run.replay.sample(batch_size - demo_count, run.sample_generator, **her))
+    if demo_count > 0:
+        parts.append(run.demo_replay.sample(demo_count, run.sample_generator, **her))
+    batch = {k: torch.cat([p[k] for p in parts]) for k in parts[0]} if len(parts) > 1 \
+        else parts[0]
+    if algo_cfg.name == "opd":
+        skill = run.current_skills[run.algo.num_updates % len(run.current_skills)]
+        buffer = run.prototypes[skill]
+        if len(buffer) > 0:
+            goals = run.collector_goals if buffer.sampling == "goal" else None
+            batch["prototype"] = buffer.sample(algo_cfg.prototype_batch_size,
+                                               run.sample_generator, goals)
+    return batch
+
+
+def on_episode_end(run: Run, episode: FinishedEpisode) -> None:
+    """Rollout statistics, skill feedback and self-generated prototypes."""
+    agent = run.config.agent
+    run.episodes += 1
+    run.recent_episodes = (run.recent_episodes + [{
+        "return": episode.episode_return, "length": episode.length,
+        "success": float(episode.success)}])[-RECENT_EPISODES:]
+    skill = run.current_skills[episode.env_index]
+    run.skills.feedback(skill, episode.success)
+    if episode.success and agent.self_prototypes and run.config.algorithm.name == "opd":
+        buffer = run.prototypes[skill]
+        buffer.add_episode(episode.steps, "self", task_id=run.curriculum.task_id or skill,
+                           episode_return=episode.episode_return)
+        buffer.cap_source("self", agent.self_prototype_capacity)
+    run.current_skills[episode.env_index] = run.skills.select(run.curriculum.task_id)
+
+
+def run_evaluation(run: Run, logger: Logger) -> float:
+    """Evaluate, log, and advance the curriculum (keeping the finished stage's successes as
+    prototypes of source ``curriculum``)."""
+    training = run.config.training
+    result = evaluate(run.algo, run.eval_env, training.num_eval_episodes, training.seed,
+                      keep_episodes=run.curriculum.active)
+    metrics = result.metrics()
+    run.eval_history.append({"step": run.step, **result.to_dict()})
+    if run.curriculum.active:
+        finished_stage = run.curriculum.task_id
+        if run.curriculum.maybe_advance(result.success_rate):
+            for episode in result.episodes:
+                for buffer in run.prototypes.values():
+                    buffer.add_episode(episode, "curriculum", task_id=finished_stage,
+                                       episode_return=float(episode["return"]))
+            run.curriculum.apply(run.envs)
+            run.curriculum.apply(run.eval_env)
+        metrics["curriculum/stage"] = float(run.curriculum.index)
+    logger.log(run.step, metrics)
+    return result.success_rate
+
+
+def rollout_metrics(run: Run) -> dict[str, float]:
+    if not run.recent_episodes:
+        return {}
+    return {f"rollout/{name}": float(np.mean([e[key] for e in run.recent_episodes]))
+            for name, key in (("ep_rew_mean", "return"), ("ep_len_mean", "length"),
+                              ("success_rate", "success"))}
+
+
+def train_loop(run: Run, logger: Logger, show_progress: bool = True) -> None:
+    """Run until ``training.total_timesteps`` env steps (or the stop success rate)."""
+    training, algo = run.config.training, run.algo
+    collector = Collector(run.envs, run.rng)
+    collector.reset_all(state.pending_reset_seeds(run))
+    run.collector_goals = collector.obs["desired_goal"]
+    num_envs, sums, count = collector.num_envs, defaultdict(float), 0
+    clock = (time.perf_counter(), run.step)  # start of the current logging interval
+    session_start = time.perf_counter() - run.wall_seconds
+    last_success = run.eval_history[-1]["success_rate"] if run.eval_history else float("nan")
+    with Progress(training.total_timesteps, run.step, show_progress) as progress:
+        while run.step < training.total_timesteps:
+            if run.step < training.learning_starts and run.demo_replay is None:
+                unit = torch.rand((num_envs, algo.actor.mean_head.out_features),
+                                  generator=run.sample_generator) * 2 - 1
+                env_action = algo.unit_to_env(unit)
+            else:
+                env_action, _, extras = algo.act(collector.obs, None, deterministic=False)
+                unit = extras["unit_action"]
+            transition, episode_end, finished = collector.step(env_action, unit)
+            run.replay.add(transition, episode_end)
+            algo.observe(collector.obs)
+            run.collector_goals = collector.obs["desired_goal"]
+            for episode in finished:
+                on_episode_end(run, episode)
+            previous, run.step = run.step, run.step + num_envs
+            if run.step >= training.learning_starts:
+                for _ in range(run.config.algorithm.updates_per_step * num_envs):
+                    batch = sample_batch(run, run.config.algorithm.batch_size)
+                    for key, value in algo.update(batch).items():
+                        sums[key] += value
+                    count += 1
+            evaluated = crossed(previous, run.step, training.eval_freq)
+            if evaluated:
+                last_success = run_evaluation(run, logger)
+            if crossed(previous, run.step, training.log_freq):
+                now = time.perf_counter()
+                fps = (run.step - clock[1]) / max(now - clock[0], 1e-9)
+                logger.log(run.step, {**{k: v / max(count, 1) for k, v in sums.items()},
+                                      **rollout_metrics(run), **run.skills.metrics(),
+                                      "time/fps": fps, "time/episodes": float(run.episodes)})
+                sums, count, clock = defaultdict(float), 0, (now, run.step)
+            run.wall_seconds = time.perf_counter() - session_start
+            state.maybe_checkpoint(run, previous, collector)
+            progress.update(run.step, last_success)
+            stop_at = training.stop_success_rate
+            if evaluated and stop_at is not None and last_success >= stop_at:
+                break
+    state.save_run(run, collector)
+
+
+def crossed(previous: int, current: int, every: int) -> bool:
+    """True when a multiple of ``every`` lies in ``(previous, current]``."""
+    return current // every > previous // every

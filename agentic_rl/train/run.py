@@ -1,0 +1,100 @@
+"""One training run end to end: run folder, resume or transfer, loop, final evaluation, summary."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import yaml
+
+from agentic_rl.config import ConfigError, ExperimentConfig, dump_config, validate_config
+from agentic_rl.train import state
+from agentic_rl.train.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
+from agentic_rl.train.checkpoint import prefixed
+from agentic_rl.train.evaluate import evaluate
+from agentic_rl.train.logger import Logger, truncate_metrics
+from agentic_rl.train.loop import train_loop
+from agentic_rl.train.setup import Run, build_run
+
+TRANSFERRED_MODULES = ("actor.", "obs_normalizer.", "goal_normalizer.")
+
+
+def prepare_run_dir(config: ExperimentConfig, run_dir: Path, resume: bool) -> None:
+    """Create the run folder and save the resolved config; refuse to clobber an earlier run."""
+    has_checkpoint = (run_dir / "checkpoints" / "latest").exists()
+    if resume:
+        if not has_checkpoint:
+            raise CheckpointError(f"--resume: {run_dir} has no checkpoint to continue; drop "
+                                  "--resume to start a new run there")
+        saved = validate_config(yaml.safe_load((run_dir / "config.yaml").read_text()))
+        for section in ("algorithm", "agent", "environment"):
+            if getattr(saved, section) != getattr(config, section):
+                raise ConfigError(f"--resume: the {section} section differs from the one in "
+                                  f"{run_dir / 'config.yaml'}; resume with the same config "
+                                  "(only training.* may change)")
+    elif has_checkpoint or (run_dir / "metrics.csv").exists():
+        raise ConfigError(f"run folder {run_dir} already holds a run; pass --resume to "
+                          "continue it, or choose another --log-dir or --seed")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    dump_config(config, run_dir / "config.yaml")
+
+
+def transfer_from(run: Run, source_dir: str | Path) -> None:
+    """Start from another run's actor, normalisers and prototypes (SPEC A4 transfer)."""
+    folder = latest_checkpoint(source_dir)
+    tensors, _, buffers = load_checkpoint(folder)
+    actor_state = {k[len("algo."):]: v for k, v in tensors.items()
+                   if k.startswith(tuple("algo." + m for m in TRANSFERRED_MODULES))}
+    for name, module in run.algo.modules().items():
+        if name in ("actor", "obs_normalizer", "goal_normalizer"):
+            part = {k[len(name) + 1:]: v for k, v in actor_state.items()
+                    if k.startswith(name + ".")}
+            try:
+                module.load_state_dict(part)
+            except RuntimeError as error:
+                raise CheckpointError(f"--init-from {source_dir}: its {name} does not fit this "
+                                      f"config ({str(error).splitlines()[0]}); the observation, "
+                                      "goal and action sizes and agent.hidden_sizes must match")
+    for name, buffer in run.prototypes.items():
+        arrays = prefixed(buffers, f"prototypes.{name}") or prefixed(buffers,
+                                                                     "prototypes.default")
+        if arrays and int(arrays["num_episodes"]) > 0:
+            transferred = type(buffer)(buffer.capacity, buffer.sampling)
+            transferred.load_state_arrays(arrays)
+            for episode, meta in zip(transferred.episodes, transferred.metadata):
+                buffer.add_episode(episode, str(meta["source"]), task_id=str(meta["task_id"]),
+                                   success=bool(meta["success"]),
+                                   episode_return=float(meta["return"]),
+                                   timestamp=float(meta["timestamp"]))
+
+
+def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
+          init_from: str | Path | None = None, show_progress: bool = True) -> dict:
+    """Train, write ``summary.json`` and return it."""
+    run_dir = Path(run_dir)
+    prepare_run_dir(config, run_dir, resume)
+    run = build_run(config, run_dir)
+    if resume:
+        folder = latest_checkpoint(run_dir)
+        state.restore_run(run, folder)
+        truncate_metrics(run_dir / "metrics.csv", run.step)
+    elif init_from is not None:
+        transfer_from(run, init_from)
+    logger = Logger(run_dir, purge_step=run.step if resume else None)
+    try:
+        train_loop(run, logger, show_progress)
+        training = config.training
+        result = evaluate(run.algo, run.eval_env, training.num_eval_episodes, training.seed)
+        logger.log(run.step, {f"final/{k}": v for k, v in result.metrics("eval").items()})
+    finally:
+        logger.close()
+    summary = {"success_rate": result.success_rate, "mean_return": result.mean_return,
+               "mean_length": result.mean_length, "env_steps": run.step,
+               "wall_seconds": round(run.wall_seconds, 2), "seed": config.training.seed,
+               "env": config.environment.name, "algorithm": config.algorithm.name,
+               "eval_history": run.eval_history}
+    temporary = run_dir / "summary.json.tmp"
+    temporary.write_text(json.dumps(summary, indent=2))
+    os.replace(temporary, run_dir / "summary.json")
+    return summary

@@ -47,7 +47,9 @@ class TextEncoder:
 
         self.model = SentenceTransformer(model_path or _minilm_path(), device=device)
         self.model.eval()
-        self.dim = int(self.model.get_sentence_embedding_dimension())
+        dimension = getattr(self.model, "get_embedding_dimension", None) or getattr(
+            self.model, "get_sentence_embedding_dimension")
+        self.dim = int(dimension())
         self.cache_size = cache_size
         self.batch_size = batch_size
         self._cache: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()

@@ -1,0 +1,207 @@
+"""ALFWorld: data/conversion, fast engine identical to the stock one, Gym env, generator, demos.
+
+Uses the real valid_seen slim pack at ../shared/alfworld when present, else generated games.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("alfworld")
+pytest.importorskip("textworld")
+
+from agentic_rl.envs.alfworld.data import (  # noqa: E402
+    TASK_TYPES,
+    ALFWorldDataError,
+    build_game,
+    convert_game,
+    goal_from_grammar,
+    list_games,
+    shipped_logic,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+REAL_PACK = REPO / ".." / "shared" / "alfworld" / "valid_seen_slim.tar.xz"
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from agentic_rl.envs.alfworld.generator import generate_games
+
+    out = tmp_path_factory.mktemp("alfworld_gen")
+    generate_games(out, 6, seed=3, max_receptacles=6)
+    return out
+
+
+@pytest.fixture(scope="module")
+def identity_games(generated: Path) -> list[Path]:
+    if REAL_PACK.exists():
+        games = list_games("valid_seen", REAL_PACK)
+        return [games[0], games[len(games) // 2]]
+    return list_games(data_path=generated)[:2]
+
+
+def test_generator_writes_all_task_types_with_demangled_names(generated: Path) -> None:
+    from agentic_rl.envs.alfworld.engine import make_engine
+
+    games = list_games(data_path=generated)
+    types = [json.loads((g.parent / "traj_data.json").read_text())["task_type"] for g in games]
+    assert sorted(types) == sorted(TASK_TYPES)
+    env = make_engine(fast=True)
+    env.load(str(games[0]))
+    state = env.reset()
+    assert "Your task is to: " in state.feedback
+    for command in state["admissible_commands"]:
+        assert "_bar_" not in command and command == command.lower()
+    assert any(c.startswith("go to ") and c[-1].isdigit() for c in state["admissible_commands"])
+
+
+def test_convert_2_1_1_game_to_shipped_logic(tmp_path: Path) -> None:
+    domain, grammar = shipped_logic()
+    goal = "put two newspaper in drawer"
+    old = {"pddl_domain": domain.replace("(define (domain alfred)", "(define (domain alfred) ;2.1.1"),
+           "grammar": grammar.replace("UNKNOWN GOAL", goal).replace("move {o} to {r}",
+                                                                    "put {o} in/on {r}"),
+           "pddl_problem": "(define (problem p) (:domain alfred))", "solvable": True}
+    assert goal_from_grammar(old["grammar"]) == goal
+    new = convert_game(old)
+    assert new["pddl_domain"] == domain and "put {o} in/on {r}" not in new["grammar"]
+    assert new == build_game(old["pddl_problem"], goal)
+    # In a standard layout the conversion happens when the split is listed.
+    trial = tmp_path / "json_2.1.1" / "train" / "pick_two_obj_and_place-X" / "trial_1"
+    trial.mkdir(parents=True)
+    (trial / "game.tw-pddl").write_text(json.dumps(old))
+    (trial / "traj_data.json").write_text(json.dumps({"task_type": "pick_two_obj_and_place"}))
+    (game,) = list_games("train", tmp_path, cache_dir=tmp_path / "cache")
+    assert json.loads(game.read_text())["grammar"] == new["grammar"]
+    assert json.loads((trial / "game.tw-pddl").read_text()) == old  # user data untouched
+
+
+def test_converted_game_plays_move_commands(generated: Path) -> None:
+    from agentic_rl.envs.alfworld.engine import make_engine
+    from agentic_rl.envs.alfworld.expert import request_plan
+
+    game_path = next(g for g in list_games(data_path=generated)
+                     if "pick_and_place_simple" in str(g))
+    game = json.loads(game_path.read_text())
+    old = {**game, "grammar": game["grammar"].replace("move {o} to {r}", "put {o} in/on {r}")}
+    env = make_engine(fast=True)
+    env.load(convert_game(old))
+    env.reset()
+    plan = request_plan(env)
+    assert any(c.startswith("move ") for c in plan)
+    for command in plan:
+        state, reward, done = env.step(command)
+    assert done and reward == 1 and state["won"]
+
+
+def test_missing_data_error_says_where_data_goes(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ALFWORLD_SLIM", raising=False)
+    monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path / "empty"))
+    with pytest.raises(ALFWorldDataError) as error:
+        list_games("valid_seen", cache_dir=tmp_path)
+    message = str(error.value)
+    for hint in ("ALFWORLD_DATA", "ALFWORLD_SLIM", "environment.data_path", "alfworld-gen"):
+        assert hint in message
+    with pytest.raises(ALFWorldDataError):
+        list_games("train", tmp_path / "nowhere", cache_dir=tmp_path)
+
+
+def test_fast_engine_identical_to_stock(identity_games: list[Path]) -> None:
+    from agentic_rl.envs.alfworld.engine import make_engine
+
+    stock, fast = make_engine(fast=False), make_engine(fast=True)
+    for seed, game in enumerate(identity_games):
+        traces = []
+        for env in (stock, fast):
+            rng = random.Random(seed)
+            env.load(str(game))
+            state = env.reset()
+            trace = [(state.feedback, state["admissible_commands"], state["facts"])]
+            for _ in range(6):
+                state, reward, done = env.step(rng.choice(state["admissible_commands"]))
+                trace.append((state.feedback, state["admissible_commands"], reward, done,
+                              state["facts"]))
+            traces.append(trace)
+        assert traces[0] == traces[1]
+        assert len({t[0] for t in traces[1]}) > 1  # the trajectory did change the observation
+
+
+def test_env_reset_step_and_expert_wins_every_type(generated: Path) -> None:
+    from agentic_rl.envs.alfworld.gym_env import ALFWorldEnv
+
+    env = ALFWorldEnv(data_path=str(generated), max_steps=40)
+    wins = {}
+    for index in range(len(env.games)):
+        obs, info = env.reset(seed=index, options={"game_index": index})
+        assert obs["action_mask"].sum() == len(info["admissible_commands"])
+        assert obs["task"] and obs["inventory"] == "You are not carrying anything."
+        while True:
+            obs, reward, terminated, truncated, info = env.step(info["expert_action"])
+            if terminated or truncated:
+                break
+        assert reward == (1.0 if terminated else 0.0)
+        wins[info["task_type"]] = terminated
+    assert wins == {task: True for task in TASK_TYPES}
+
+
+def test_invalid_index_is_a_no_op(generated: Path) -> None:
+    from agentic_rl.envs.alfworld.gym_env import ALFWorldEnv
+
+    env = ALFWorldEnv(data_path=str(generated), expert=False, max_commands=64)
+    obs, info = env.reset(seed=0, options={"game_index": 0})
+    before = info["admissible_commands"]
+    assert len(before) < 64
+    obs, reward, terminated, truncated, info = env.step(len(before))
+    assert info["invalid_action"] and obs["observation"] == "Nothing happens."
+    assert info["admissible_commands"] == before and reward == 0.0 and not terminated
+
+
+def test_check_env_with_embeddings(generated: Path) -> None:
+    from gymnasium.utils.env_checker import check_env
+
+    from agentic_rl.envs.alfworld.gym_env import ALFWorldEnv
+
+    env = ALFWorldEnv(data_path=str(generated), encode=True, expert=False, max_commands=32)
+    check_env(env, skip_render_check=True)
+    obs, _ = env.reset(seed=1)
+    assert env.observation_space.contains(obs)
+    norms = np.linalg.norm(obs["command_embeddings"][obs["action_mask"] == 1], axis=1)
+    assert np.allclose(norms, 1.0, atol=1e-4)
+    assert not obs["command_embeddings"][obs["action_mask"] == 0].any()
+
+
+def test_text_encoder_cache_by_text() -> None:
+    from agentic_rl.nets.text_encoder import shared_encoder
+
+    encoder = shared_encoder()
+    first = encoder.encode(["go to fridge 1", "open fridge 1", "go to fridge 1"])
+    assert first.shape == (3, 384) and np.array_equal(first[0], first[2])
+    hits = encoder.hits
+    again = encoder.encode(["open fridge 1"])
+    assert encoder.hits == hits + 1 and np.array_equal(again[0], first[1])
+    similar = float(first[0] @ encoder.encode_one("walk to the fridge"))
+    unrelated = float(first[0] @ encoder.encode_one("the cat sleeps on the sofa"))
+    assert similar > unrelated
+
+
+def test_demos_file_and_success_by_type(generated: Path, tmp_path: Path) -> None:
+    from agentic_rl.envs.alfworld.demos import run_episodes, save_episodes, success_by_type
+
+    episodes = run_episodes({"data_path": str(generated), "max_steps": 40}, 3, "expert")
+    stats = success_by_type(episodes)
+    assert stats["all"]["episodes"] == 3 and stats["all"]["success_rate"] == 1.0
+    save_episodes(episodes, tmp_path / "demos.npz", "agentic_rl/ALFWorld-v0")
+    with np.load(tmp_path / "demos.npz", allow_pickle=False) as data:
+        assert data["episode_success"].all() and len(data["gamefile"]) == 3
+        assert len(data["action"]) == int(data["episode_length"].sum())
+        first = data["episode"] == 0
+        commands = [c.split("\n") for c in data["admissible_commands"][first]]
+        assert [cs[a] for cs, a in zip(commands, data["action"][first])] == list(
+            data["command"][first])

@@ -99,8 +99,8 @@ def layers_of(net: nn.Module) -> list[nn.Module]:
 
 
 def _boxes(low: Tensor, high: Tensor) -> tuple[Tensor, Tensor, bool]:
-    low = torch.as_tensor(low, dtype=_DT)
-    high = torch.as_tensor(high, dtype=_DT)
+    low = torch.as_tensor(low, dtype=_DT).detach()
+    high = torch.as_tensor(high, dtype=_DT).detach()
     if low.shape != high.shape or low.dim() not in (1, 2):
         raise ValueError(f"low/high must both be [d] or [B, d], got {low.shape} and {high.shape}")
     if (low > high).any():
@@ -237,28 +237,80 @@ class LinearBounds:
     from_input: bool
 
 
-def _backward(layers: list[nn.Module], relax: dict, spec: Tensor, stop: int,
-              box: tuple[Tensor, Tensor]) -> LinearBounds:
-    """Back-substitute ``spec [B, k, n_end]`` through ``layers`` down to index ``stop``."""
-    uA, lA = spec.clone(), spec.clone()
-    ub = torch.zeros(spec.shape[:2], dtype=_DT)
-    lb = torch.zeros_like(ub)
-    for index in range(len(layers) - 1, stop - 1, -1):
+def _backward(layers: list[nn.Module], relax: dict, spec: Tensor | None, stop: int,
+              box: tuple[Tensor, Tensor], rows: Tensor | None = None) -> LinearBounds:
+    """Back-substitute ``spec [k, n_end]`` through ``layers`` down to index ``stop``.
+
+    ``spec=None`` means the identity on the output of ``layers[-1]`` (restricted to ``rows`` if
+    given), which must be a Linear: its weight rows are the starting coefficients. Coefficients
+    stay one shared ``[k, n]`` matrix until the first relaxation, which is fused with the Linear
+    ``[n, d]`` below it (``W+ @ (slope * W_prev)``) when ``k > d``, to avoid materialising
+    ``[B, k, n]`` products.
+    """
+    batch, end = box[0].shape[0], len(layers)
+    if spec is None:
+        weight, bias = _linear_parts(layers[-1])
+        if rows is not None:
+            weight, bias = weight[rows], bias[rows]
+        uA = lA = weight
+        ub = lb = bias.expand(batch, -1)
+        end -= 1
+    else:
+        uA = lA = spec
+        ub = lb = torch.zeros(batch, spec.shape[0], dtype=_DT)
+    index = end - 1
+    while index >= stop:
         layer = layers[index]
         if isinstance(layer, (nn.Linear, Affine)):
             weight, bias = _linear_parts(layer)
             ub, lb = ub + uA @ bias, lb + lA @ bias
             uA, lA = (uA * weight, lA * weight) if isinstance(layer, Affine) else (uA @ weight, lA @ weight)
-            continue
-        ls, lbias, us, ubias = (t[:, None, :] for t in relax[index])
-        u_pos, u_neg, l_pos, l_neg = uA.clamp_min(0), uA.clamp_max(0), lA.clamp_min(0), lA.clamp_max(0)
-        ub = ub + (u_pos * ubias + u_neg * lbias).sum(-1)
-        lb = lb + (l_pos * lbias + l_neg * ubias).sum(-1)
-        uA, lA = u_pos * us + u_neg * ls, l_pos * ls + l_neg * us
+        elif (uA.dim() == 2 and index - 1 >= stop and isinstance(layers[index - 1], nn.Linear)
+              and uA.shape[0] > layers[index - 1].in_features):  # fusing is cheaper only then
+            (uA, ub), (lA, lb) = _fused_relaxation_linear(uA, ub, lb, relax[index], layers[index - 1])
+            index -= 1
+        else:
+            ls, lbias, us, ubias = relax[index]
+            (uA, ub), (lA, lb) = (_through_relaxation(uA, ub, us, ubias, ls, lbias),
+                                  _through_relaxation(lA, lb, ls, lbias, us, ubias))
+        index -= 1
     mid, rad = ((box[0] + box[1]) / 2)[:, :, None], ((box[1] - box[0]) / 2)[:, :, None]
     hi = (uA @ mid + uA.abs() @ rad)[..., 0] + ub
     lo = (lA @ mid - lA.abs() @ rad)[..., 0] + lb
+    if uA.dim() == 2:
+        uA, lA = uA.expand(batch, -1, -1), lA.expand(batch, -1, -1)
     return LinearBounds(lA, lb, uA, ub, lo, hi, stop == 0)
+
+
+def _fused_relaxation_linear(coef: Tensor, ub: Tensor, lb: Tensor, relax: tuple[Tensor, ...],
+                             linear: nn.Linear) -> tuple[tuple[Tensor, Tensor], tuple[Tensor, Tensor]]:
+    """Shared ``coef [k, n]`` through a relaxation and the Linear ``[n, d]`` feeding it.
+
+    Returns ``((uA [B, k, d], ub [B, k]), (lA, lb))``.
+    """
+    ls, lbias, us, ubias = relax
+    weight, bias = _linear_parts(linear)
+    positive, negative = coef.clamp_min(0), coef.clamp_max(0)
+    ub = ub + ubias @ positive.T + lbias @ negative.T + (us * bias) @ positive.T + (ls * bias) @ negative.T
+    lb = lb + lbias @ positive.T + ubias @ negative.T + (ls * bias) @ positive.T + (us * bias) @ negative.T
+    scaled_upper, scaled_lower = us[:, :, None] * weight, ls[:, :, None] * weight
+    uA = positive @ scaled_upper + negative @ scaled_lower
+    lA = uA if torch.equal(ls, us) else positive @ scaled_lower + negative @ scaled_upper
+    return (uA, ub), (lA, lb)
+
+
+def _through_relaxation(coef: Tensor, const: Tensor, pos_slope: Tensor, pos_bias: Tensor,
+                        neg_slope: Tensor, neg_bias: Tensor) -> tuple[Tensor, Tensor]:
+    """Replace ``f(z)`` in ``coef [B, k, n] @ f(z) + const [B, k]`` by its relaxation lines.
+
+    Positive coefficients take the ``pos_*`` line, negative ones the ``neg_*`` line (each ``[B, n]``).
+    """
+    positive = coef.clamp_min(0)
+    negative = coef - positive
+    const = const + (positive @ pos_bias[..., None] + negative @ neg_bias[..., None])[..., 0]
+    if torch.equal(pos_slope, neg_slope):
+        return coef * pos_slope[:, None, :], const
+    return positive * pos_slope[:, None, :] + negative * neg_slope[:, None, :], const
 
 
 def crown_linear_bounds(net: nn.Module, low: Tensor, high: Tensor,
@@ -266,6 +318,9 @@ def crown_linear_bounds(net: nn.Module, low: Tensor, high: Tensor,
     """CROWN bounds of ``spec @ net(x)`` over boxes ``low, high [B, d]`` (or ``[d]``).
 
     ``spec [k, n_out]`` (default identity). Returns linear and concrete bounds, batched ``[B, ...]``.
+    Pre-activation bounds are refined by CROWN only where it can matter: not for a linear layer
+    applied directly to the input box (IBP is exact there) and, before a ReLU, only for neurons
+    that IBP leaves unstable in some box of the batch.
     """
     lo, hi, _ = _boxes(low, high)
     layers = layers_of(net)
@@ -280,19 +335,31 @@ def crown_linear_bounds(net: nn.Module, low: Tensor, high: Tensor,
             relax[index] = relaxation(layer, lo, hi)
             lo, hi = _monotone(layer, lo), _monotone(layer, hi)
             continue
-        ibp_lo, ibp_hi = _ibp_layer(layer, lo, hi)
+        lo, hi = _ibp_layer(layer, lo, hi)
         following = layers[index + 1] if index + 1 < len(layers) else None
-        if following is None or isinstance(following, (nn.Linear, Affine)):
-            lo, hi = ibp_lo, ibp_hi
+        if index == stop or following is None or isinstance(following, (nn.Linear, Affine)):
             continue
-        eye = torch.eye(ibp_lo.shape[-1], dtype=_DT).expand(ibp_lo.shape[0], -1, -1)
-        crown = _backward(layers[: index + 1], relax, eye, stop, box)
-        lo, hi = torch.maximum(ibp_lo, crown.lo), torch.minimum(ibp_hi, crown.hi)
+        rows = None
+        if isinstance(following, nn.ReLU):
+            rows = torch.nonzero(((lo < 0) & (hi > 0)).any(0))[:, 0]
+            if rows.numel() == 0:
+                continue
+        if isinstance(layer, nn.Linear):
+            crown = _backward(layers[: index + 1], relax, None, stop, box, rows)
+        else:
+            eye = torch.eye(lo.shape[-1], dtype=_DT)
+            eye = eye if rows is None else eye[rows]
+            crown = _backward(layers[: index + 1], relax, eye, stop, box)
+        if rows is None:
+            lo, hi = torch.maximum(lo, crown.lo), torch.minimum(hi, crown.hi)
+        else:
+            lo[:, rows] = torch.maximum(lo[:, rows], crown.lo)
+            hi[:, rows] = torch.minimum(hi[:, rows], crown.hi)
     n_out = lo.shape[-1]
     spec = torch.eye(n_out, dtype=_DT) if spec is None else torch.as_tensor(spec, dtype=_DT)
     if spec.dim() != 2 or spec.shape[1] != n_out:
         raise ValueError(f"spec must be [k, {n_out}] for this network, got {tuple(spec.shape)}")
-    result = _backward(layers, relax, spec.expand(lo.shape[0], -1, -1), stop, box)
+    result = _backward(layers, relax, spec, stop, box)
     spec_pos, spec_neg = spec.clamp_min(0), spec.clamp_max(0)
     result.lo = torch.maximum(result.lo, lo @ spec_pos.T + hi @ spec_neg.T)
     result.hi = torch.minimum(result.hi, hi @ spec_pos.T + lo @ spec_neg.T)

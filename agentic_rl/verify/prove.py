@@ -3,8 +3,9 @@
 ``verify_action_property`` first spends a short counterexample search (projected gradient
 ascent); if that finds nothing it runs CROWN with branch-and-bound: boxes whose CROWN upper bound
 of ``spec_matrix @ y - spec_bias`` is below ``-margin`` on every row are proved; the others are
-checked at their centre (a violation there is a real counterexample) and split in two along their
-widest dimension (relative to the original box). The answer is ``proved`` only when every box is
+checked at their centre (a violation there is a real counterexample) and split in two along the
+input dimension where the worst row's CROWN upper bound varies most (|coefficient| x width; the
+widest dimension relative to the original box when a LayerNorm cuts the linear chain). The answer is ``proved`` only when every box is
 proved, ``falsified`` only with an input whose actual network output violates, and ``unknown``
 when the box or time budget runs out.
 
@@ -19,7 +20,7 @@ import time
 import torch
 from torch import nn
 
-from agentic_rl.verify.bounds import crown_bounds
+from agentic_rl.verify.bounds import crown_linear_bounds
 from agentic_rl.verify.result import VerifyResult
 from agentic_rl.verify.search import bounds_spec, search_counterexample, violation_margin
 
@@ -31,10 +32,16 @@ def _net_dtype(net: nn.Module) -> torch.dtype:
     return param.dtype if param is not None else torch.float32
 
 
-def _split_widest(lo: Tensor, hi: Tensor, width0: Tensor) -> tuple[Tensor, Tensor]:
-    """Halve each box ``[B, d]`` along its widest relative dimension -> ``[2B, d]`` boxes."""
-    relative = (hi - lo) / torch.where(width0 > 0, width0, torch.ones_like(width0))
-    dim = relative.argmax(-1, keepdim=True)
+def _split_widest(lo: Tensor, hi: Tensor, width0: Tensor,
+                  score: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Halve each box ``[B, d]`` -> ``[2B, d]`` boxes.
+
+    The split dimension maximises ``score [B, d]`` if given, else the width relative to the
+    original box ``width0 [d]``.
+    """
+    if score is None:
+        score = (hi - lo) / torch.where(width0 > 0, width0, torch.ones_like(width0))
+    dim = score.argmax(-1, keepdim=True)
     mid = ((lo + hi) / 2).gather(-1, dim)
     left_hi, right_lo = hi.clone(), lo.clone()
     left_hi.scatter_(-1, dim, mid)
@@ -44,7 +51,7 @@ def _split_widest(lo: Tensor, hi: Tensor, width0: Tensor) -> tuple[Tensor, Tenso
 
 def branch_and_bound(
     net: nn.Module, low: Tensor, high: Tensor, spec_matrix: Tensor, spec_bias: Tensor,
-    max_boxes: int = 20_000, max_seconds: float = 1.0, batch_size: int = 256,
+    max_boxes: int = 20_000, max_seconds: float = 1.0, batch_size: int = 64,
     margin: float = 1e-6, name: str = "property",
 ) -> VerifyResult:
     """Prove ``spec_matrix @ net(x) <= spec_bias`` for all x in ``[low, high]`` (each ``[d]``).
@@ -56,9 +63,10 @@ def branch_and_bound(
         margin: a box is proved when every upper bound is ``<= -margin``.
     """
     start = time.perf_counter()
-    low, high = torch.as_tensor(low, dtype=torch.float64), torch.as_tensor(high, dtype=torch.float64)
-    spec_matrix = torch.as_tensor(spec_matrix, dtype=torch.float64)
-    spec_bias = torch.as_tensor(spec_bias, dtype=torch.float64)
+    low = torch.as_tensor(low, dtype=torch.float64).detach()
+    high = torch.as_tensor(high, dtype=torch.float64).detach()
+    spec_matrix = torch.as_tensor(spec_matrix, dtype=torch.float64).detach()
+    spec_bias = torch.as_tensor(spec_bias, dtype=torch.float64).detach()
     queue_lo, queue_hi, width0 = low[None], high[None], high - low
     explored, worst = 0, -torch.inf
     dtype = _net_dtype(net)
@@ -69,13 +77,19 @@ def branch_and_bound(
                 "worst_upper_bound": worst})
         lo, hi = queue_lo[:batch_size], queue_hi[:batch_size]
         queue_lo, queue_hi = queue_lo[batch_size:], queue_hi[batch_size:]
-        upper = crown_bounds(net, lo, hi, spec_matrix)[1] - spec_bias
+        bounds = crown_linear_bounds(net, lo, hi, spec_matrix)
+        upper = bounds.hi - spec_bias
         explored += lo.shape[0]
         open_boxes = (upper > -margin).any(-1)
         if not open_boxes.any():
             continue
         worst = max(worst, float(upper[open_boxes].max()))
         lo, hi = lo[open_boxes], hi[open_boxes]
+        score = None
+        if bounds.from_input:  # split where the worst row's linear bound varies most
+            rows = upper[open_boxes].argmax(-1)
+            coef = bounds.uA[open_boxes][torch.arange(rows.numel()), rows]
+            score = coef.abs() * (hi - lo)
         centres = ((lo + hi) / 2).to(dtype)
         with torch.no_grad():
             outputs = net(centres)
@@ -86,7 +100,7 @@ def branch_and_bound(
                                 centres[index].tolist(), outputs[index].tolist(),
                                 {"method": "crown+bab", "boxes": explored,
                                  "violation": float(violation[index])})
-        children_lo, children_hi = _split_widest(lo, hi, width0)
+        children_lo, children_hi = _split_widest(lo, hi, width0, score)
         queue_lo, queue_hi = torch.cat([queue_lo, children_lo]), torch.cat([queue_hi, children_hi])
     return VerifyResult(name, "proved", time.perf_counter() - start,
                         details={"method": "crown+bab", "boxes": explored,
@@ -111,8 +125,8 @@ def verify_action_property(
         spec_matrix, spec_bias = bounds_spec(action_low, action_high)
     elif spec_bias is None or action_low is not None or action_high is not None:
         raise ValueError("give either action_low/action_high or spec_matrix with spec_bias")
-    spec_matrix = torch.as_tensor(spec_matrix, dtype=torch.float64)
-    spec_bias = torch.as_tensor(spec_bias, dtype=torch.float64)
+    spec_matrix = torch.as_tensor(spec_matrix, dtype=torch.float64).detach()
+    spec_bias = torch.as_tensor(spec_bias, dtype=torch.float64).detach()
     found = search_counterexample(net, torch.as_tensor(low), torch.as_tensor(high), spec_matrix,
                                   spec_bias, search_starts, search_steps, generator)
     if found.violates:

@@ -34,6 +34,7 @@ def bounds_spec(low: Tensor | None, high: Tensor | None) -> tuple[Tensor, Tensor
     k = torch.as_tensor(ref).numel()
     low = torch.full((k,), -torch.inf) if low is None else torch.as_tensor(low, dtype=torch.float64)
     high = torch.full((k,), torch.inf) if high is None else torch.as_tensor(high, dtype=torch.float64)
+    low, high = low.detach().reshape(-1), high.detach().reshape(-1)
     if low.shape != (k,) or high.shape != (k,):
         raise ValueError(f"action_low and action_high must both have {k} entries")
     eye = torch.eye(k, dtype=torch.float64)

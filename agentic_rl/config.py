@@ -108,7 +108,10 @@ class TrainingConfig(Section):
         return value
 
 
-AlgorithmConfig = Annotated[Union[SACConfig, OPDConfig], Field(discriminator="name")]
+ALGORITHM_CONFIGS: dict[str, type[BaseModel]] = {
+    cls.model_fields["name"].default: cls for cls in (SACConfig, OPDConfig)}
+AlgorithmConfig = Annotated[Union[tuple(ALGORITHM_CONFIGS.values())],  # noqa: UP007
+                            Field(discriminator="name")]
 
 
 class ExperimentConfig(Section):
@@ -188,7 +191,7 @@ def describe_validation_error(error: ValidationError, raw: dict[str, Any]) -> st
             lines.append(f"unknown config key '{path}'{hint} (valid keys here: "
                          f"{', '.join(sorted(valid))})")
         elif item["type"] == "union_tag_invalid":
-            lines.append(f"'{path}': unknown algorithm {item['input']!r}; choose one of "
+            lines.append(f"'{path}.name': unknown algorithm {item['ctx']['tag']!r}; choose one of "
                          f"{item['ctx']['expected_tags']}")
         else:
             lines.append(f"config key '{path}': {item['msg']} (got {item.get('input')!r})")
@@ -201,7 +204,7 @@ def valid_keys(location: list[str], raw: dict[str, Any]) -> list[str]:
     for part in location:
         if part == "algorithm":
             name = raw.get("algorithm", {}).get("name", "sac")
-            model = {"sac": SACConfig, "opd": OPDConfig}.get(name, SACConfig)
+            model = ALGORITHM_CONFIGS.get(name, SACConfig)
             continue
         field = model.model_fields.get(part)
         annotation = getattr(field, "annotation", None)

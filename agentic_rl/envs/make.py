@@ -14,7 +14,7 @@ from agentic_rl.envs.goal import FlatToGoalObservation, is_goal_env
 
 # Modules that register envs of this project (each exposes register_envs()); optional ones are
 # skipped when their extra dependencies are missing.
-OWN_ENV_MODULES = ("agentic_rl.envs.gridworld", "agentic_rl.envs.mazes",
+OWN_ENV_MODULES = ("agentic_rl.envs.point", "agentic_rl.envs.gridworld", "agentic_rl.envs.mazes",
                    "agentic_rl.envs.alfworld")
 _registered = False
 

@@ -11,8 +11,11 @@ Expert = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 def expert_for(env_id: str, **kwargs: float) -> Expert:
     """The scripted expert for ``env_id`` (raw dict observation -> action in env units)."""
+    from agentic_rl.envs.point import ENV_ID as POINT_ID, point_expert
     from agentic_rl.experts import fetch
 
+    if env_id == POINT_ID:
+        return point_expert(**kwargs)
     family = env_id.split("-")[0]
     makers = {"FetchReach": fetch.reach_expert, "FetchReachDense": fetch.reach_expert,
               "FetchPush": fetch.push_expert, "FetchPushDense": fetch.push_expert,

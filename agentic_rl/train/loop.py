@@ -129,19 +129,29 @@ def train_loop(run: Run, logger: Logger, show_progress: bool = True) -> None:
             if evaluated:
                 last_success = run_evaluation(run, logger)
             if crossed(previous, run.step, training.log_freq):
-                now = time.perf_counter()
-                fps = (run.step - clock[1]) / max(now - clock[0], 1e-9)
-                logger.log(run.step, {**{k: v / max(count, 1) for k, v in sums.items()},
-                                      **rollout_metrics(run), **run.skills.metrics(),
-                                      "time/fps": fps, "time/episodes": float(run.episodes)})
-                sums, count, clock = defaultdict(float), 0, (now, run.step)
+                clock = log_training(run, logger, sums, count, clock)
+                sums, count = defaultdict(float), 0
             run.wall_seconds = time.perf_counter() - session_start
             state.maybe_checkpoint(run, previous, collector)
             progress.update(run.step, last_success)
             stop_at = training.stop_success_rate
             if evaluated and stop_at is not None and last_success >= stop_at:
                 break
+    if count:
+        log_training(run, logger, sums, count, clock)
     state.save_run(run, collector)
+
+
+def log_training(run: Run, logger: Logger, sums: dict[str, float], count: int,
+                 clock: tuple[float, int]) -> tuple[float, int]:
+    """Log update metrics averaged since the last call, rollout and speed statistics; returns
+    the new interval start ``(time, step)``."""
+    now = time.perf_counter()
+    fps = (run.step - clock[1]) / max(now - clock[0], 1e-9)
+    logger.log(run.step, {**{k: v / max(count, 1) for k, v in sums.items()},
+                          **rollout_metrics(run), **run.skills.metrics(),
+                          "time/fps": fps, "time/episodes": float(run.episodes)})
+    return now, run.step
 
 
 def crossed(previous: int, current: int, every: int) -> bool:

@@ -68,7 +68,8 @@ def plot_runs(run_dirs: list[str | Path], out: str | Path) -> Path:
                     axes[1].plot(steps, mean, style, label=f"{label}: {key.split('/')[1]}")
     axes[0].set(xlabel="env steps", ylabel="eval success rate", ylim=(-0.02, 1.02),
                 title="Evaluation success (mean, min-max over seeds)")
-    axes[0].legend(fontsize=8)
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize=8)
     if has_losses:
         axes[1].set(xlabel="env steps", ylabel="loss", title="OPD actor losses")
         axes[1].legend(fontsize=7)

@@ -1,0 +1,54 @@
+"""Config validation: every user mistake gives one line naming the key and the fix."""
+
+import pytest
+
+from agentic_rl.algos.opd import Schedule
+from agentic_rl.config import ConfigError, apply_override, load_config, validate_config
+
+MINIMAL = {"algorithm": {"name": "opd"}}
+
+
+def test_defaults_and_overrides(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("algorithm: {name: opd}\ntraining: {total_timesteps: 1e4}\n")
+    config = load_config(path, ["algorithm.opd_alpha=0.1", "environment.name=FetchPush-v4",
+                                "algorithm.opd_alpha={schedule: linear, start: 0.2, end: 0.05, "
+                                "steps: 100}"])
+    assert config.training.total_timesteps == 10_000
+    assert config.environment.name == "FetchPush-v4"
+    assert isinstance(config.algorithm.opd_alpha, Schedule)
+    assert config.algorithm.opd_alpha.value(50) == pytest.approx(0.125)
+
+
+def test_unknown_key_names_path_and_closest_valid_key():
+    with pytest.raises(ConfigError) as error:
+        validate_config({"algorithm": {"name": "opd", "opd_alpah": 0.1}})
+    message = str(error.value)
+    assert "algorithm.opd_alpah" in message and "algorithm.opd_alpha" in message
+    assert "\n" not in message
+    with pytest.raises(ConfigError, match="training.eval_freq"):
+        validate_config({**MINIMAL, "training": {"eval_frq": 3}})
+    with pytest.raises(ConfigError, match="unknown config key 'trainig'"):
+        validate_config({**MINIMAL, "trainig": {}})
+
+
+def test_wrong_type_and_bad_values():
+    with pytest.raises(ConfigError, match="'training.total_timesteps'"):
+        validate_config({**MINIMAL, "training": {"total_timesteps": "lots"}})
+    with pytest.raises(ConfigError, match="'algorithm.gamma'"):
+        validate_config({"algorithm": {"name": "sac", "gamma": 1.5}})
+    with pytest.raises(ConfigError, match="'algorithm.name': unknown algorithm 'ddpg'"):
+        validate_config({"algorithm": {"name": "ddpg"}})
+    with pytest.raises(ConfigError, match="exponential"):
+        validate_config({"algorithm": {"name": "opd", "opd_alpha": {
+            "schedule": "exponential", "start": 0.2, "end": 0.0, "steps": 10}}})
+
+
+def test_bad_override_and_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="section.key=value"):
+        apply_override({}, "algorithm.opd_alpha")
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "missing.yaml")
+    (tmp_path / "bad.yaml").write_text("algorithm: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(tmp_path / "bad.yaml")

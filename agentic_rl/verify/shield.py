@@ -9,7 +9,8 @@ satisfies every state invariant of the property set, within the declared action 
   action box: the projection is then exactly a clip (closed form).
 * Other rows (general half-spaces) are handled by Dykstra's alternating projections between the
   box and each half-space, which converges to the exact Euclidean projection onto their
-  intersection; ``iterations`` sweeps are run (the residual is checked, see ``infeasible``).
+  intersection; it stops when a sweep no longer moves the point or after ``iterations`` sweeps
+  (the residual is then checked, see ``infeasible``).
 * A forbidden box is non-convex; its complement is the union of 2 * dim "outside this face"
   half-spaces. Envs whose convex projection enters one try every face (every combination for
   several boxes) and keep the closest feasible action.
@@ -47,13 +48,14 @@ class ContinuousShield:
         action_low, action_high: extra action bounds ``[m]`` (intersected with action boxes).
         margin: shrink boxes / half-spaces (grow forbidden boxes) by this much, to absorb the
             model's error.
-        iterations: Dykstra sweeps for general half-spaces.
+        iterations: most Dykstra sweeps for general half-spaces (stops early once converged;
+            thin feasible sets can need thousands).
     """
 
     def __init__(self, properties: PropertySet, model: AffineStepModel | None = None,
                  action_low: Sequence[float] | None = None,
                  action_high: Sequence[float] | None = None,
-                 margin: float = 0.0, iterations: int = 200) -> None:
+                 margin: float = 0.0, iterations: int = 5000) -> None:
         self.model, self.margin, self.iterations = model, float(margin), iterations
         self.interventions = self.steps = self.infeasible = 0
         self.low, self.high = _action_bounds(properties, action_low, action_high)
@@ -209,7 +211,9 @@ def _dykstra(start: np.ndarray, g: np.ndarray, h: np.ndarray, low: np.ndarray,
     x = start.copy()
     corrections = [np.zeros_like(x) for _ in range(g.shape[0] + 1)]
     norms = (g**2).sum(1)
-    for _ in range(iterations):
+    for sweep in range(iterations):
+        if sweep % 20 == 0:
+            previous = x.copy()
         y = np.clip(x + corrections[0], low, high)
         corrections[0], x = x + corrections[0] - y, y
         for k in range(g.shape[0]):
@@ -217,6 +221,9 @@ def _dykstra(start: np.ndarray, g: np.ndarray, h: np.ndarray, low: np.ndarray,
             excess = np.maximum(z @ g[k] - h[:, k], 0.0) / norms[k]
             y = z - excess[:, None] * g[k]
             corrections[k + 1], x = z - y, y
+        if sweep % 20 == 19 and np.abs(x - previous).max() < 1e-13 and (
+                x @ g.T - h <= 1e-10).all():
+            break  # converged: a further sweep no longer moves the point
     return np.clip(x, low, high)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentic_rl.verify.shield import ContinuousShield, DiscreteShield
 from agentic_rl.verify.spec import PropertySet
@@ -102,3 +104,33 @@ def test_discrete_shield_masks_and_counts():
     with pytest.raises(ValueError, match="every one of the 2 actions"):
         DiscreteShield(PropertySet.model_validate({"properties": [
             {"name": "a", "kind": "forbidden_actions", "actions": [0, 1]}]})).action_mask(2)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_projection_is_feasible_and_no_farther_than_any_sampled_safe_action(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=3)
+    plane = {"name": "p", "kind": "state_halfspace", "part": "grip_pos", "a": a.tolist(),
+             "b": float(rng.normal())}
+    box = {"name": "b", "kind": "state_box", "part": "grip_pos", "low": [-1.0, -1.0, -1.0],
+           "high": [1.0, 1.0, 1.0]}
+    limits = {"name": "l", "kind": "action_box", "low": [-1.0] * 3, "high": [1.0] * 3}
+    action_matrix = rng.normal(size=(3, 3)) * 0.3
+    model = AffineStepModel(np.arange(3), np.eye(3), action_matrix, np.zeros(3))
+    shield = ContinuousShield(props(plane, box, limits), model)
+    obs = rng.uniform(-0.5, 0.5, size=(1, 3))
+    proposed = rng.uniform(-2, 2, size=(1, 3))
+    safe = shield.project(obs, proposed)
+    candidates = rng.uniform(-1, 1, size=(20_000, 3))
+    nxt = obs + candidates @ action_matrix.T
+    feasible = (np.abs(nxt) <= 1).all(1) & (nxt @ a <= plane["b"])
+    if shield.infeasible:
+        assert not feasible.any()
+        return
+    nxt_safe = obs + safe @ action_matrix.T
+    assert (np.abs(safe) <= 1 + 1e-9).all()
+    assert (np.abs(nxt_safe) <= 1 + 1e-6).all() and (nxt_safe @ a <= plane["b"] + 1e-6).all()
+    if feasible.any():
+        best = np.linalg.norm(candidates[feasible] - proposed, axis=1).min()
+        assert np.linalg.norm(safe - proposed) <= best + 1e-6

@@ -5,8 +5,9 @@ admissible commands, score, done, facts) but:
 
 * text generation through :class:`~agentic_rl.envs.alfworld.textgen.FastDeriver` (memoised
   parses and derivations, no deep copies);
-* the PDDL -> SAS translation of a problem cached per process, the planner's SAS translated only
-  when a plan is requested;
+* the PDDL -> SAS translation of a problem cached in memory and on disk
+  (:mod:`~agentic_rl.envs.alfworld.sas_cache`), the planner's SAS made only when a plan is
+  requested;
 * parsed game logic cached per process; a game grammar that differs from an already parsed one
   only by its task text reuses that parse with its own task rule.
 """
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import collections
 import copy
-import hashlib
 import json
 from typing import Any
 
@@ -23,37 +23,20 @@ from agentic_rl.envs.alfworld.data import ensure_alfworld_data_env
 
 ensure_alfworld_data_env()
 
-import fast_downward  # noqa: E402
 import textworld  # noqa: E402
 import textworld.envs.pddl.logic as pddl_logic  # noqa: E402
 from textworld.envs.pddl import PddlEnv  # noqa: E402
 from textworld.envs.pddl.textgen import ContextSensitiveGrammar  # noqa: E402
 
+from agentic_rl.envs.alfworld import sas_cache  # noqa: E402
 from agentic_rl.envs.alfworld.textgen import FactIndex, FastDeriver  # noqa: E402
 
 _TASK_PREFIX = '"rhs": "Your task is to: '
-_CACHE_SIZE = 256
 
 
-class _LRU(collections.OrderedDict):
-    def get_or(self, key: Any, build: Any) -> Any:
-        if key in self:
-            self.move_to_end(key)
-            return self[key]
-        value = build()
-        self[key] = value
-        if len(self) > _CACHE_SIZE:
-            self.popitem(last=False)
-        return value
-
-
-_LOGIC: _LRU = _LRU()
-_TRANSLATIONS: _LRU = _LRU()
-_REPLAN_TRANSLATIONS: _LRU = _LRU()
-
-
-def _digest(*texts: str) -> str:
-    return hashlib.sha1("\x00".join(texts).encode()).hexdigest()
+_LOGIC = sas_cache.LRU()
+_derivers_lru = sas_cache.LRU
+_digest = sas_cache.digest
 
 
 def _split_task(grammar: str) -> tuple[str, str | None]:
@@ -101,46 +84,30 @@ class FastPddlState(pddl_logic.PddlState):
         self._logic = logic
         self.downward_lib = downward_lib
         self.pddl_problem = pddl_problem
-        self._key = _digest(logic.domain, pddl_problem)
-        self.task, self.sas = _TRANSLATIONS.get_or(
-            self._key, lambda: fast_downward.pddl2sas(logic.domain, pddl_problem))
+        task = sas_cache.translation(logic.domain, pddl_problem)
+        self.sas = task.sas
         self._replan_loaded = False
-        self._actions = {a.name: a for a in self.task.actions}
-        for type_ in self.task.types:
+        self._actions = task.actions
+        for name, supertypes in task.types:
             try:
-                self._logic.types.add(textworld.logic.Type(type_.name, type_.supertype_names))
+                self._logic.types.add(textworld.logic.Type(name, supertypes))
             except ValueError:
                 pass
         self.downward_lib.load_sas(self.sas.encode("utf-8"))
-        self.name2type = {o.name: o.type_name for o in self.task.objects}
-        self.add_facts(filter(None, map(self._atom2proposition, self.task.init)))
+        self.name2type = task.name2type
+        Proposition, Variable = textworld.logic.Proposition, textworld.logic.Variable
+        self.add_facts(Proposition(name, [Variable(a, t) for a, t in args])
+                       for name, args in task.init)
         atoms = (pddl_logic.Atom * self.downward_lib.get_state_size())()
         self.downward_lib.get_state(atoms)
         facts = (atom.get_fact(self.name2type) for atom in atoms)
         self.add_facts(fact for fact in facts if not fact.is_negation)
 
-    def _atom2proposition(self, atom: Any) -> textworld.logic.Proposition | None:
-        translate = fast_downward.translate
-        if isinstance(atom, translate.pddl.conditions.Atom):
-            if atom.predicate == "=":
-                return None
-            args = [textworld.logic.Variable(a, self.name2type[a]) for a in atom.args]
-            return textworld.logic.Proposition(atom.predicate, args)
-        if isinstance(atom, translate.pddl.f_expression.Assign):
-            name = "{}".format(atom.expression.value)
-            if atom.fluent.symbol == "total-cost" or str.isdigit(name):
-                return None
-            args = [textworld.logic.Variable(a, self.name2type[a]) for a in atom.fluent.args]
-            return textworld.logic.Proposition(name, args)
-        return None
-
     def replan(self, infos: dict) -> list[str]:
         """Plan from the current state with Fast Downward (translating the planner's SAS once)."""
         if not self._replan_loaded:
-            domain, problem = self._logic.domain, self.pddl_problem
-            sas_replan = _REPLAN_TRANSLATIONS.get_or(
-                self._key, lambda: fast_downward.pddl2sas(domain, problem, optimize=True)[1])
-            self.downward_lib.load_sas_replan(sas_replan.encode("utf-8"))
+            sas = sas_cache.replan_sas(self._logic.domain, self.pddl_problem)
+            self.downward_lib.load_sas_replan(sas.encode("utf-8"))
             self._replan_loaded = True
         return super().replan(infos)
 
@@ -150,7 +117,7 @@ class FastPddlEnv(PddlEnv):
 
     def __init__(self, infos: textworld.EnvInfos | None = None) -> None:
         super().__init__(infos)
-        self._derivers: _LRU = _LRU()
+        self._derivers = _derivers_lru()
         self._deriver: FastDeriver | None = None
 
     def load(self, filename_or_data: Any) -> None:
@@ -169,6 +136,14 @@ class FastPddlEnv(PddlEnv):
         self._entity_infos = self._get_entity_infos()
         self._game_key = _digest(data["pddl_domain"], data["grammar"], data["pddl_problem"])
         self._deriver = None
+
+    def _readable_fact(self, fact: textworld.logic.Proposition) -> textworld.logic.Proposition:
+        # Entity names are fixed once a game is loaded and named; the cache lives with the deriver.
+        cache = self._get_deriver().readable_facts
+        readable = cache.get(fact)
+        if readable is None:
+            readable = cache[fact] = self._get_human_readable_fact(fact)
+        return readable
 
     def _context(self, mapping: dict) -> dict:
         return {
@@ -206,7 +181,7 @@ class FastPddlEnv(PddlEnv):
         self.state["_entity_infos"] = dict(self._entity_infos)
         self.state["_facts"] = list(self._pddl_state.facts)
         if self.request_infos.facts:
-            self.state["facts"] = list(map(self._get_human_readable_fact, self.state["_facts"]))
+            self.state["facts"] = list(map(self._readable_fact, self.state["_facts"]))
         self.state["last_action"] = None
         self.state["_last_action"] = self._last_action
         self.state["_valid_actions"] = list(self._pddl_state.all_applicable_actions())

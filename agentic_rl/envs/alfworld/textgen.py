@@ -71,6 +71,7 @@ class FastDeriver:
         self.grammar = grammar
         self._memo: dict[tuple, str] = {}
         self._dependencies: dict[str, frozenset[str] | None] = {}
+        self.readable_facts: dict = {}  # fact -> fact with entity names (used by the engine)
 
     # ----------------------------------------------------------------- derivation (no memo)
     def _applicable_rules(self, symbol_name: str, context: dict) -> list:

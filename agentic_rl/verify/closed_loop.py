@@ -67,8 +67,8 @@ def step_boxes(net: nn.Module, model: AffineStepModel, lo: Tensor, hi: Tensor
     """Sound box of the next state for every state box ``lo, hi [B, n]``."""
     bounds = crown_linear_bounds(net, lo, hi)
     if not bounds.from_input:  # a LayerNorm cut the linear chain: use constant action bounds
-        bounds.lA, bounds.uA = torch.zeros_like(bounds.lA), torch.zeros_like(bounds.uA)
-        bounds.lb, bounds.ub = bounds.lo, bounds.hi
+        zeros = torch.zeros(lo.shape[0], bounds.lo.shape[1], lo.shape[1], dtype=torch.float64)
+        bounds.lA, bounds.uA, bounds.lb, bounds.ub = zeros, zeros, bounds.lo, bounds.hi
     S = torch.as_tensor(model.state_matrix, dtype=torch.float64)
     A = torch.as_tensor(model.action_matrix, dtype=torch.float64)
     o = torch.as_tensor(model.offset, dtype=torch.float64)

@@ -70,6 +70,7 @@ class HGPOConfig(BaseModel):
     intrinsic_reward: Literal["distance", "success_predictor"] = "distance"
     intrinsic_scale: float = Field(1.0, gt=0)
     goal_tolerance: float = Field(0.1, gt=0, description="phi distance that counts as reached")
+    manager_init_log_std: float = Field(0.0, description="initial log std of the goal noise")
     manager_recurrent: bool = False
     gru_hidden: int = Field(64, ge=1)
     goal_change_coef: float = Field(0.0, ge=0)
@@ -122,6 +123,7 @@ class HGPO:
         self.manager = ManagerNet(
             space_dim(observation_space, cfg.manager_obs_keys), self.goal_dim,
             cfg.manager.hidden_sizes, cfg.activation, cfg.manager_recurrent, cfg.gru_hidden,
+            cfg.manager_init_log_std,
         )
         self.worker = WorkerNet(
             worker_dim, self.goal_dim, self.scaler.dim, self.scaler.discrete,
@@ -264,7 +266,12 @@ class HGPO:
             lambda mb: self.worker.value_of(mb["x"], mb["goal"]),
             self.worker_opt, cfg.worker, self.generator,
         )
-        return metrics | {"train/intrinsic_reward": float(reward.mean())}
+        end_phi = self.phi(rollout.next_obs)[seg.end_t, seg.env]
+        reached = (end_phi - ex["goal"][seg.start_t, seg.env]).norm(dim=-1) <= cfg.goal_tolerance
+        return metrics | {
+            "train/intrinsic_reward": float(reward.mean()),
+            "train/goal_reached": float(reached.float().mean()),
+        }
 
     def _update_manager(self, rollout: Rollout, seg: ManagerSegments) -> dict[str, float]:
         cfg, ex = self.config, rollout.extras
@@ -338,7 +345,7 @@ class HGPO:
         self.predictor_opt.zero_grad()
         loss.backward()
         self.predictor_opt.step()
-        return {"losses/predictor_loss": float(loss.detach()), "train/goal_reached": float(label.mean())}
+        return {"losses/predictor_loss": float(loss.detach())}
 
     def state_dict(self) -> dict[str, Any]:
         state = {

@@ -54,6 +54,27 @@ LAYOUTS: dict[str, list[str]] = {
         "#        S#        G#",
         "#####################",
     ],
+    # Two 15 x 15 rooms, key and goal away from walls and corners (no wall-following to them);
+    # shortest solution: S -> K (13) -> D (19) -> G (18) = 50 steps.
+    "keydoor_large": [
+        "#################################",
+        "#               #               #",
+        "#               #               #",
+        "#               #               #",
+        "#    K          #         G     #",
+        "#               #               #",
+        "#               #               #",
+        "#               #               #",
+        "#               #               #",
+        "#               #               #",
+        "#               #               #",
+        "#               #               #",
+        "#               D               #",
+        "#               #               #",
+        "#       S       #               #",
+        "#               #               #",
+        "#################################",
+    ],
 }
 
 
@@ -353,6 +374,7 @@ ENV_IDS = {
     "agentic_rl/GridWorld-v0": {"layout": "open", "size": 8, "max_episode_steps": 50},
     "agentic_rl/FourRooms-v0": {"layout": "fourrooms", "max_episode_steps": 100},
     "agentic_rl/KeyDoor-v0": {"layout": "keydoor", "max_episode_steps": 200},
+    "agentic_rl/KeyDoorLarge-v0": {"layout": "keydoor_large", "max_episode_steps": 300},
 }
 
 

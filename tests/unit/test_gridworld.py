@@ -43,6 +43,7 @@ def shortest_solution(env: GridWorldEnv) -> int:
         {"layout": "open", "size": 5},
         {"layout": "fourrooms"},
         {"layout": "keydoor"},
+        {"layout": "keydoor_large"},
         {"layout": "fourrooms", "random_start": True, "random_goal": True},
     ],
 )
@@ -53,7 +54,8 @@ def test_envs_pass_gymnasium_checker(kwargs):
 def test_registered_ids_make_and_step():
     register_envs()
     register_envs()  # idempotent
-    for env_id in ["agentic_rl/GridWorld-v0", "agentic_rl/FourRooms-v0", "agentic_rl/KeyDoor-v0"]:
+    for env_id in ["agentic_rl/GridWorld-v0", "agentic_rl/FourRooms-v0", "agentic_rl/KeyDoor-v0",
+                   "agentic_rl/KeyDoorLarge-v0"]:
         env = gym.make(env_id)
         obs, _ = env.reset(seed=0)
         assert set(obs) == {"observation", "achieved_goal", "desired_goal"}
@@ -106,6 +108,7 @@ def test_keydoor_door_locked_until_key_and_solution_at_least_40_steps():
     _, picked = env.core.move(below_key, np.array([False]), np.array([UP]))
     assert picked[0]
     assert shortest_solution(env) == 42
+    assert shortest_solution(GridWorldEnv(layout="keydoor_large")) == 50
 
 
 def test_parse_layout_rejects_bad_maps():

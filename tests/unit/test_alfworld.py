@@ -206,3 +206,21 @@ def test_demos_file_and_success_by_type(generated: Path, tmp_path: Path) -> None
         commands = [c.split("\n") for c in data["admissible_commands"][first]]
         assert [cs[a] for cs, a in zip(commands, data["action"][first])] == list(
             data["command"][first])
+
+
+def test_async_vector_env_across_processes(generated: Path) -> None:
+    from agentic_rl.envs.alfworld import make_alfworld_vec_env
+
+    venv = make_alfworld_vec_env(2, data_path=str(generated), max_steps=30)
+    try:
+        obs, info = venv.reset(seed=[0, 1], options={"game_index": 0})
+        assert obs["task"][0] == obs["task"][1] and obs["action_mask"].shape == (2, 64)
+        won = np.zeros(2, dtype=bool)
+        for _ in range(30):
+            obs, reward, terminated, truncated, info = venv.step(info["expert_action"])
+            won |= terminated
+            if won.all():
+                break
+        assert won.all()
+    finally:
+        venv.close()

@@ -59,6 +59,7 @@ class HGPOConfig(BaseModel):
     manager_obs_keys: list[str] = Field(default_factory=lambda: ["observation", "desired_goal"])
     worker_obs_keys: list[str] = Field(default_factory=lambda: ["observation"])
     goal_space: Literal["achieved_goal", "learned"] = "achieved_goal"
+    goal_scale: float = Field(1.0, gt=0, description="achieved_goal / goal_scale lies in [-1, 1]")
     goal_dim: int = Field(2, ge=1, description="size of the learned goal space")
     encoder_hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64])
     encoder_lr: float = Field(1e-3, gt=0)
@@ -139,7 +140,7 @@ class HGPO:
     def phi(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """Goal-space embedding ``[..., G]`` (target encoder when the space is learned)."""
         if self.config.goal_space == "achieved_goal":
-            return obs["achieved_goal"].float()
+            return obs["achieved_goal"].float() / self.config.goal_scale
         with torch.no_grad():
             return self.target_encoder(flat_obs(obs, self.config.worker_obs_keys))
 

@@ -1,0 +1,140 @@
+"""HGPO against a flat PPO baseline at an equal env-step budget, several seeds.
+
+    python benchmarks/hgpo_vs_flat.py --env keydoor --seeds 3 --json hgpo_keydoor.json
+    python benchmarks/hgpo_vs_flat.py --goal-reaching --json goal_reaching.json
+
+Each run trains from ``configs/hgpo_<env>.yaml`` and ``configs/ppo_<env>.yaml`` through
+``agentic_rl.train.onpolicy.train_onpolicy`` and scores the final deterministic evaluation
+(``eval/success_rate`` over ``num_eval_episodes``). Writes
+``{"budget_steps", "hgpo": {"success_mean", "success_std", ...}, "flat": {...}, "wall_seconds"}``.
+``--goal-reaching`` is the check of doc 1 section 6.1: a Worker trained in an open grid with
+random goals must reach hand-picked cells (goal = phi(target state)) in >= 80% of trials.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+import yaml
+
+from agentic_rl.algos.hgpo import HGPO, HGPOConfig
+from agentic_rl.algos.ppo import PPO, PPOConfig
+from agentic_rl.envs.gridworld import ENV_IDS, BatchGridWorld
+from agentic_rl.envs.mazes import MAZE_IDS, make_maze
+from agentic_rl.train.onpolicy import train_onpolicy
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+
+def make_vec_env(env_cfg: dict[str, Any], num_envs: int, seed: int) -> gym.vector.VectorEnv:
+    """``BatchGridWorld`` for grid ids, a ``SAME_STEP`` ``SyncVectorEnv`` for maze ids."""
+    name, kwargs = env_cfg["name"], env_cfg.get("kwargs", {})
+    if name in ENV_IDS:
+        return BatchGridWorld(num_envs=num_envs, seed=seed, **{**ENV_IDS[name], **kwargs})
+    if name in MAZE_IDS:
+        fns = [lambda: make_maze(MAZE_IDS[name], **kwargs) for _ in range(num_envs)]
+        return gym.vector.SyncVectorEnv(fns, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    raise ValueError(f"unknown environment {name!r}; choose one of {sorted(ENV_IDS) + sorted(MAZE_IDS)}")
+
+
+def build_algo(alg_cfg: dict[str, Any], envs: gym.vector.VectorEnv, seed: int):
+    spaces_ = (envs.single_observation_space, envs.single_action_space)
+    if alg_cfg["name"] == "hgpo":
+        return HGPO(HGPOConfig.model_validate(alg_cfg), *spaces_, seed=seed)
+    return PPO(PPOConfig.model_validate(alg_cfg), *spaces_, seed=seed)
+
+
+def run(config: dict[str, Any], seed: int, budget: int) -> dict[str, Any]:
+    """Train one seed; returns final eval success, the eval curve and wall-clock seconds."""
+    torch.set_num_threads(1)
+    env_cfg, train_cfg = config["environment"], config["training"]
+    envs = make_vec_env(env_cfg, env_cfg.get("num_envs", 16), seed)
+    eval_env = make_vec_env(env_cfg, 4, seed + 1000)
+    algo = build_algo(config["algorithm"], envs, seed)
+    curve: list[tuple[int, float]] = []
+
+    def log(step: int, metrics: dict[str, float]) -> None:
+        if "eval/success_rate" in metrics:
+            curve.append((step, metrics["eval/success_rate"]))
+
+    start = time.perf_counter()
+    final = train_onpolicy(
+        algo, envs, eval_env, budget, log, rollout_steps=config["algorithm"]["rollout_steps"],
+        eval_freq=train_cfg["eval_freq"], num_eval_episodes=train_cfg["num_eval_episodes"], seed=seed,
+    )
+    return {"success": final["eval/success_rate"], "curve": curve,
+            "wall_seconds": time.perf_counter() - start}
+
+
+def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    success = np.array([r["success"] for r in runs])
+    return {"success_mean": float(success.mean()), "success_std": float(success.std()),
+            "per_seed": success.tolist(), "wall_seconds": sum(r["wall_seconds"] for r in runs),
+            "curves": [r["curve"] for r in runs]}
+
+
+def goal_reaching_check(seed: int, budget: int) -> dict[str, Any]:
+    """Train HGPO in a 10x10 open room with random starts and goals, then drive the Worker alone
+    to hand-picked cells (goal = phi(target)) from random starts at most ``period`` steps away."""
+    torch.set_num_threads(1)
+    kwargs = {"layout": "open", "size": 10, "max_episode_steps": 60, "random_start": True, "random_goal": True}
+    envs = BatchGridWorld(num_envs=16, seed=seed, **kwargs)
+    cfg = HGPOConfig(period=8, rollout_steps=64, manager={"ent_coef": 0.0})
+    algo = HGPO(cfg, envs.single_observation_space, envs.single_action_space, seed=seed)
+    train_onpolicy(algo, envs, None, budget, lambda s, m: None, rollout_steps=64, seed=seed)
+    targets = [(1, 1), (1, 10), (10, 1), (10, 10), (5, 5), (3, 8), (8, 3), (6, 9), (2, 4), (9, 6)]
+    probe = BatchGridWorld(num_envs=1, seed=seed, **kwargs)
+    rng, reached, trials = np.random.default_rng(seed), 0, 0
+    for target in targets:
+        for _ in range(5):
+            probe.reset()
+            free = probe.core.layout.free_cells()
+            near = free[np.abs(free - np.array(target)).sum(1) <= cfg.period]
+            probe.pos[:] = near[rng.integers(len(near))]
+            goal = torch.as_tensor(probe.core.to_coords(np.array([target])))
+            for _ in range(2 * cfg.period):
+                obs = {k: torch.as_tensor(v) for k, v in probe.core.observe(probe.pos, probe.has_key, probe.goal).items()}
+                obs["action_mask"] = torch.as_tensor(probe.core.action_mask(probe.pos, probe.has_key))
+                probe.pos, probe.has_key = probe.core.move(probe.pos, probe.has_key, algo.worker_act(obs, goal, True).numpy())
+                if (probe.pos[0] == np.array(target)).all():
+                    reached += 1
+                    break
+            trials += 1
+    return {"goal_reaching_rate": reached / trials, "trials": trials, "train_steps": budget}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--env", choices=["keydoor", "pointmaze", "antmaze"], default="keydoor")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--budget", type=int, default=None, help="env steps (default: config's)")
+    parser.add_argument("--json", type=Path, required=True)
+    parser.add_argument("--goal-reaching", action="store_true", help="run the section 6.1 check")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    if args.goal_reaching:
+        result = goal_reaching_check(seed=0, budget=args.budget or 100_000)
+        print(f"goal reaching: {result['goal_reaching_rate']:.2f} over {result['trials']} trials")
+    else:
+        configs = {m: yaml.safe_load((CONFIGS / f"{m}_{args.env}.yaml").read_text()) for m in ("hgpo", "ppo")}
+        budget = args.budget or configs["hgpo"]["training"]["total_timesteps"]
+        result = {"env": args.env, "budget_steps": budget, "seeds": args.seeds}
+        for method, key in (("hgpo", "hgpo"), ("ppo", "flat")):
+            result[key] = summarise([run(configs[method], seed, budget) for seed in range(args.seeds)])
+        print(f"{'method':8s} {'success':>16s} {'wall s':>8s}   (budget {budget} env steps)")
+        for key in ("hgpo", "flat"):
+            r = result[key]
+            print(f"{key:8s} {r['success_mean']:8.2f} +- {r['success_std']:.2f} {r['wall_seconds']:8.1f}")
+    result["wall_seconds"] = time.perf_counter() - start
+    args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

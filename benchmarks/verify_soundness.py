@@ -19,12 +19,14 @@ Usage::
   ``|a - a(centre)| <= delta`` over those boxes (delta spread so that some are proved and some
   falsified).
 
-``--actor FILE`` loads a safetensors file holding the actor's ``state_dict()`` (keys ``trunk.*``,
-``mean_head.*``, ``log_std_head.*``, after stripping ``--prefix``) and, if present, the normaliser
-statistics ``obs_norm.mean`` / ``obs_norm.var`` (plus ``goal_norm.mean`` / ``goal_norm.var``,
-concatenated after them, when the observation normaliser alone is shorter than the actor input).
-Box centres are then ``mean + sqrt(var) * z`` with ``z ~ N(0, 1)`` clipped to [-2, 2]. Without
-``--actor`` a randomly initialised actor with an identity normaliser and ``z`` centres is used.
+``--actor FILE`` loads a safetensors file (a checkpoint's ``model.safetensors`` works as is):
+keys ``<prefix>actor.trunk.*`` / ``<prefix>actor.mean_head.*`` (or the bare ``actor.state_dict()``
+keys directly under ``<prefix>``) and the normaliser statistics ``<prefix>obs_normalizer.mean/var``
+plus ``<prefix>goal_normalizer.mean/var`` (``obs_norm.`` / ``goal_norm.`` also accepted); see
+``agentic_rl.verify.policy.policy_from_tensors``. ``--prefix`` defaults to ``algo.`` (checkpoint
+layout); pass ``--prefix ''`` for a file with ``actor.*`` and ``obs_norm.*`` at the top level.
+Box centres are ``mean + std * z`` with ``z ~ N(0, 1)`` clipped to [-2, 2]. Without ``--actor`` a
+randomly initialised actor with an identity normaliser is used (the output says so).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from torch import nn
 
 from agentic_rl.nets.actors import TanhGaussianActor
 from agentic_rl.verify.bounds import Clamp, crown_bounds, interval_bounds, normalised_policy
+from agentic_rl.verify.policy import policy_from_tensors
 from agentic_rl.verify.prove import verify_action_property
 
 
@@ -94,40 +97,25 @@ def soundness(n_nets: int, seed: int) -> dict[str, int]:
             "soundness_proved": proved, "soundness_falsified": falsified}
 
 
-def load_actor(path: Path, prefix: str, activation: str) -> tuple[nn.Sequential, torch.Tensor, torch.Tensor]:
-    """Actor policy net plus normaliser ``mean, var [in_dim]`` from a safetensors file."""
+def load_actor(path: Path, prefix: str, activation: str) -> nn.Sequential:
+    """The executed policy over raw inputs, normaliser layers in front, from a safetensors file."""
     from safetensors.torch import load_file
 
-    tensors = load_file(str(path))
-    state = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
-    trunk = sorted({int(k.split(".")[1]) for k in state if k.startswith("trunk.")})
-    linear = [i for i in trunk if state[f"trunk.{i}.weight"].dim() == 2]
-    if not linear or "mean_head.weight" not in state:
-        raise ValueError(f"{path}: no 'trunk.<i>.weight' / 'mean_head.weight' keys after prefix "
-                         f"{prefix!r}; found {sorted(tensors)[:8]}...")
-    hidden = [state[f"trunk.{i}.weight"].shape[0] for i in linear]
-    in_dim = state[f"trunk.{linear[0]}.weight"].shape[1]
-    layer_norm = len(trunk) > len(linear)
-    actor = TanhGaussianActor(in_dim, state["mean_head.weight"].shape[0], hidden, activation,
-                              layer_norm)
-    actor.load_state_dict(state)
-    mean, var = torch.zeros(in_dim, dtype=torch.float64), torch.ones(in_dim, dtype=torch.float64)
-    if "obs_norm.mean" in tensors:
-        mean, var = tensors["obs_norm.mean"].double(), tensors["obs_norm.var"].double()
-        if mean.numel() < in_dim and "goal_norm.mean" in tensors:
-            mean = torch.cat([mean, tensors["goal_norm.mean"].double()])
-            var = torch.cat([var, tensors["goal_norm.var"].double()])
-        if mean.numel() != in_dim:
-            raise ValueError(f"{path}: normaliser has {mean.numel()} entries, actor input {in_dim}")
-    return actor.deterministic_net(), mean, var
+    return policy_from_tensors(load_file(str(path)), prefix=prefix, activation=activation)
 
 
-def actor_checks(net: nn.Sequential, mean: torch.Tensor, var: torch.Tensor, seed: int) -> dict:
-    """Tightness ratio and slowest action-bound verification on +-0.01 boxes."""
-    policy = normalised_policy(net, mean, var)
+def normaliser_stats(policy: nn.Sequential) -> tuple[torch.Tensor, torch.Tensor]:
+    """``mean, std [d]`` recovered from the policy's leading ``Affine`` (x * scale + shift)."""
+    scale, shift = policy[0].scale, policy[0].shift
+    return -shift / scale, 1.0 / scale
+
+
+def actor_checks(policy: nn.Sequential, seed: int) -> dict:
+    """Tightness ratio and slowest action-bound verification on +-0.01 boxes of raw inputs."""
+    mean, std = normaliser_stats(policy)
     gen = torch.Generator().manual_seed(seed)
     z = torch.randn(20, mean.numel(), generator=gen, dtype=torch.float64).clamp(-2, 2)
-    centres = mean + var.sqrt() * z
+    centres = mean + std * z
     low, high = centres - 0.01, centres + 0.01
     ibp_lo, ibp_hi = interval_bounds(policy, low, high)
     crown_lo, crown_hi = crown_bounds(policy, low, high)
@@ -153,7 +141,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", type=Path, required=True, help="where to write the results")
     parser.add_argument("--actor", type=Path, help="safetensors with the actor state_dict")
-    parser.add_argument("--prefix", default="", help="key prefix of the actor in --actor")
+    parser.add_argument("--prefix", default="algo.",
+                        help="prefix before actor./obs_normalizer./goal_normalizer. keys")
     parser.add_argument("--activation", default="relu", choices=["relu", "tanh"])
     parser.add_argument("--nets", type=int, default=200, help="random networks for soundness")
     parser.add_argument("--seed", type=int, default=0)
@@ -163,13 +152,13 @@ def main() -> None:
     start = time.perf_counter()
     results = soundness(args.nets, args.seed)
     if args.actor is not None:
-        net, mean, var = load_actor(args.actor, args.prefix, args.activation)
+        policy = load_actor(args.actor, args.prefix, args.activation)
         results["actor"] = str(args.actor)
     else:
         net = TanhGaussianActor(13, 4, [256, 256]).deterministic_net()
-        mean, var = torch.zeros(13, dtype=torch.float64), torch.ones(13, dtype=torch.float64)
+        policy = normalised_policy(net, torch.zeros(13), torch.ones(13))
         results["actor"] = "random init TanhGaussianActor(13, 4, [256, 256]), identity normaliser"
-    results.update(actor_checks(net, mean, var, args.seed))
+    results.update(actor_checks(policy, args.seed))
     results["total_seconds"] = time.perf_counter() - start
     args.json.write_text(json.dumps(results, indent=2))
     width = max(len(k) for k in results)

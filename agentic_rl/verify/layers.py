@@ -39,16 +39,19 @@ class Affine(nn.Module):
 
 
 class Clamp(nn.Module):
-    """Elementwise ``clamp(x, low, high)`` with scalar limits."""
+    """Elementwise ``clamp(x, low, high)``; limits are scalars or ``[d]`` (``+-inf`` = no limit)."""
 
-    def __init__(self, low: float, high: float) -> None:
+    def __init__(self, low: float | Tensor, high: float | Tensor) -> None:
         super().__init__()
-        if low > high:
-            raise ValueError(f"Clamp needs low <= high, got {low} > {high}")
-        self.low, self.high = float(low), float(high)
+        low = torch.as_tensor(low, dtype=torch.float64).clone()
+        high = torch.as_tensor(high, dtype=torch.float64).clone()
+        if (low > high).any():
+            raise ValueError(f"Clamp needs low <= high, got {low.tolist()} > {high.tolist()}")
+        self.register_buffer("low", low)
+        self.register_buffer("high", high)
 
     def forward(self, x: Tensor) -> Tensor:
-        return x.clamp(self.low, self.high)
+        return torch.clamp(x, self.low.to(x.dtype), self.high.to(x.dtype))
 
 
 def normalised_policy(
@@ -90,7 +93,7 @@ def monotone(layer: nn.Module, x: Tensor) -> Tensor:
         return x.clamp_min(0.0)
     if isinstance(layer, nn.Tanh):
         return torch.tanh(x)
-    return x.clamp(layer.low, layer.high)
+    return torch.clamp(x, layer.low, layer.high)
 
 
 def layernorm_interval(layer: nn.LayerNorm, lo: Tensor, hi: Tensor) -> tuple[Tensor, Tensor]:
@@ -155,6 +158,6 @@ def relaxation(layer: nn.Module, lo: Tensor, hi: Tensor) -> tuple[Tensor, Tensor
     out_lo, out_hi = monotone(layer, lo), monotone(layer, hi)
     slope = torch.where(tiny, ((lo >= layer.low) & (hi <= layer.high)).to(_DT),
                         (out_hi - out_lo) / safe_width)
-    breaks = [lo, hi, torch.full_like(lo, layer.low), torch.full_like(lo, layer.high)]
+    breaks = [lo, hi, layer.low.expand_as(lo), layer.high.expand_as(lo)]
     lower, upper = _parallel_lines(lambda x: monotone(layer, x) - slope * x, lo, hi, breaks)
     return slope, lower, slope, upper

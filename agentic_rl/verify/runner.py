@@ -22,7 +22,8 @@ def verify_properties(
     """One result per property, in file order.
 
     Args:
-        net: deterministic policy over raw inputs ``[d] -> [k]`` (normaliser layers included).
+        net: deterministic policy over raw inputs ``[d] -> [k]``, normaliser layers included and
+            actions in the units of the property file (``policy.policy_from_tensors``).
         low, high: the region of raw inputs ``[d]`` (initial box for state invariants).
         properties: the property set.
         model: affine one-step model over the network input, needed for state invariants.
@@ -33,7 +34,8 @@ def verify_properties(
     for prop in properties.properties:
         if isinstance(prop, ActionBox):
             results.append(verify_action_property(
-                net, low, high, torch.tensor(prop.low), torch.tensor(prop.high), name=prop.name,
+                net, low, high, torch.tensor(prop.low, dtype=torch.float64),
+                torch.tensor(prop.high, dtype=torch.float64), name=prop.name,
                 max_seconds=max_seconds, generator=generator))
         elif isinstance(prop, (StateBox, StateHalfspace, ForbiddenBox)):
             results.append(_state_property(net, low, high, properties, prop, model, horizon,
@@ -59,3 +61,29 @@ def _state_property(net, low, high, properties, prop, model, horizon, seconds, g
                                 name=prop.name, max_seconds=seconds, generator=generator)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def results_report(results: list[VerifyResult]) -> dict:
+    """JSON-ready ``{"results": [...], "counts": {status: n}, "seconds": total}``."""
+    counts = {status: sum(r.status == status for r in results)
+              for status in ("proved", "falsified", "unknown")}
+    return {"results": [r.to_dict() for r in results], "counts": counts,
+            "seconds": sum(r.seconds for r in results)}
+
+
+def format_results(results: list[VerifyResult]) -> str:
+    """A plain-text table: name, status, seconds, and the counterexample or reason."""
+    rows = [("property", "status", "seconds", "detail")]
+    for r in results:
+        if r.status == "falsified":
+            detail = f"input {_short(r.counterexample)} -> output {_short(r.output_at_counterexample)}"
+        else:
+            detail = str(r.details.get("reason", r.details.get("method", "")))
+        rows.append((r.name, r.status, f"{r.seconds:.3f}", detail))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return "\n".join(f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:>{widths[2]}}  {d}"
+                     for a, b, c, d in rows)
+
+
+def _short(values: list[float] | None) -> str:
+    return "[" + ", ".join(f"{v:.4g}" for v in values or []) + "]"

@@ -5,6 +5,7 @@ A property file names slices of the flat observation vector and lists properties
     parts:
       grip_pos: [0, 3]          # obs[0:3]; for FetchReach also the achieved goal
     horizon: 50                 # optional: "always" means steps 0..49 of each episode
+    region: {center: [...], radius: 0.01}   # optional default region of raw network inputs
     properties:
       - {name: workspace, kind: state_box, part: grip_pos,
          low: [1.05, 0.40, 0.40], high: [1.55, 1.10, 0.90]}
@@ -159,12 +160,42 @@ Property = Annotated[
 ]
 
 
+class Region(BaseModel):
+    """A box of raw network inputs (``low``/``high`` or ``center``/``radius``) for proofs."""
+
+    model_config = _STRICT
+    low: list[float] | None = None
+    high: list[float] | None = None
+    center: list[float] | None = None
+    radius: float | list[float] | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "Region":
+        box = self.low is not None and self.high is not None
+        ball = self.center is not None and self.radius is not None
+        if box == ball:
+            raise ValueError("give either low and high, or center and radius")
+        lo, hi = self.bounds()
+        if lo.shape != hi.shape or (lo > hi).any():
+            raise ValueError("region needs low <= high with matching lengths")
+        return self
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(low [d], high [d])`` as float64 arrays."""
+        if self.low is not None and self.high is not None:
+            return np.asarray(self.low, float), np.asarray(self.high, float)
+        center = np.asarray(self.center, float)
+        radius = np.broadcast_to(np.asarray(self.radius, float), center.shape)
+        return center - radius, center + radius
+
+
 class PropertySet(BaseModel):
     """All properties of one file, plus the observation parts they refer to."""
 
     model_config = _STRICT
     parts: dict[str, tuple[int, int]] = Field(default_factory=dict)
     horizon: int | None = Field(default=None, ge=1)
+    region: Region | None = None
     properties: list[Property] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -225,35 +256,6 @@ class PropertySet(BaseModel):
                 raise ValueError(f"property {prop.name!r} ({prop.kind}) needs `{what}`; pass it")
             out[prop.name] = prop.violations(given, self.parts) if needs_obs else prop.violations(given)
         return out
-
-
-class Region(BaseModel):
-    """A box of raw network inputs (``low``/``high`` or ``center``/``radius``) for proofs."""
-
-    model_config = _STRICT
-    low: list[float] | None = None
-    high: list[float] | None = None
-    center: list[float] | None = None
-    radius: float | list[float] | None = None
-
-    @model_validator(mode="after")
-    def _one_form(self) -> "Region":
-        box = self.low is not None and self.high is not None
-        ball = self.center is not None and self.radius is not None
-        if box == ball:
-            raise ValueError("give either low and high, or center and radius")
-        lo, hi = self.bounds()
-        if lo.shape != hi.shape or (lo > hi).any():
-            raise ValueError("region needs low <= high with matching lengths")
-        return self
-
-    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(low [d], high [d])`` as float64 arrays."""
-        if self.low is not None and self.high is not None:
-            return np.asarray(self.low, float), np.asarray(self.high, float)
-        center = np.asarray(self.center, float)
-        radius = np.broadcast_to(np.asarray(self.radius, float), center.shape)
-        return center - radius, center + radius
 
 
 def _as_batch(x: np.ndarray, what: str) -> np.ndarray:

@@ -157,3 +157,20 @@ def test_verify_properties_on_fetch_actor():
     # tanh output is always in [-1, 1]; 3 steps of at most 0.05 m cannot leave a 0.3 m margin
     assert statuses == {"limits": "proved", "ws": "proved", "noop": "unknown"}
     json.dumps([r.to_dict() for r in results])
+
+
+def test_report_and_table_name_every_property():
+    from agentic_rl.verify.runner import format_results, results_report
+
+    net = abs_dip_net()
+    props = PropertySet.model_validate({"properties": [
+        {"name": "low_out", "kind": "action_box", "low": [-1.0], "high": [0.45]},
+        {"name": "loose", "kind": "action_box", "low": [-1.0], "high": [0.6]}]})
+    results = verify_properties(net, -torch.ones(1), torch.ones(1), props,
+                                generator=torch.Generator().manual_seed(0))
+    report = results_report(results)
+    assert report["counts"] == {"proved": 1, "falsified": 1, "unknown": 0}
+    json.dumps(report)
+    table = format_results(results)
+    assert "low_out" in table and "falsified" in table and "-> output" in table
+    assert "loose" in table and "proved" in table

@@ -100,3 +100,12 @@ def test_monitor_counts_rates_and_horizon(tmp_path):
         monitor.check(obs, action)
     monitor.reset()
     assert monitor.metrics()["safety/violations"] == 0.0
+
+
+def test_region_can_live_in_the_property_file(tmp_path):
+    props = load_properties(write(tmp_path, "region: {center: [0, 1], radius: [0.5, 0.25]}\n"
+                                            + PROPERTY_FILE))
+    low, high = props.region.bounds()
+    assert low.tolist() == [-0.5, 0.75] and high.tolist() == [0.5, 1.25]
+    with pytest.raises(ValueError, match=r"region\.radiuss"):
+        load_properties(write(tmp_path, "region: {center: [0], radiuss: 1}\n" + PROPERTY_FILE))

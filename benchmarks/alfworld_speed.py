@@ -33,7 +33,10 @@ def play(env, game: str, seed: int, steps: int, commands: list[str] | None) -> t
     chosen = []
     start = time.perf_counter()
     for step in range(steps):
-        command = commands[step] if commands is not None else rng.choice(state["admissible_commands"])
+        if commands is None:
+            command = rng.choice(state["admissible_commands"])
+        else:
+            command = commands[step]
         chosen.append(command)
         state, reward, done = env.step(command)
         trace.append((state.feedback, tuple(state["admissible_commands"]), reward, done))

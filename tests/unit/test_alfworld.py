@@ -64,7 +64,8 @@ def test_generator_writes_all_task_types_with_demangled_names(generated: Path) -
 def test_convert_2_1_1_game_to_shipped_logic(tmp_path: Path) -> None:
     domain, grammar = shipped_logic()
     goal = "put two newspaper in drawer"
-    old = {"pddl_domain": domain.replace("(define (domain alfred)", "(define (domain alfred) ;2.1.1"),
+    old_domain = domain.replace("(define (domain alfred)", "(define (domain alfred) ;2.1.1")
+    old = {"pddl_domain": old_domain,
            "grammar": grammar.replace("UNKNOWN GOAL", goal).replace("move {o} to {r}",
                                                                     "put {o} in/on {r}"),
            "pddl_problem": "(define (problem p) (:domain alfred))", "solvable": True}

@@ -5,7 +5,9 @@ The main CLI adds them with two calls::
     from agentic_rl.envs.alfworld import cli as alfworld_cli
     alfworld_cli.register(sub)                         # adds `alfworld-gen`
     alfworld_cli.add_demo_arguments(demos_parser)      # --split/--games/--data/--workers
-    # in cmd_demos:  if args.env == alfworld_cli.ENV_ID: return alfworld_cli.run_alfworld_demos(args)
+    # in cmd_demos:
+    if args.env == alfworld_cli.ENV_ID:
+        return alfworld_cli.run_alfworld_demos(args)
 """
 
 from __future__ import annotations
@@ -36,7 +38,12 @@ def run_alfworld_demos(args: argparse.Namespace) -> dict:
     ``args.out``, ``args.max_steps``, ``args.task_types`` and ``args.keep_failures``; prints the
     expert's success per task type and returns it.
     """
-    from agentic_rl.envs.alfworld.demos import format_table, run_episodes, save_episodes, success_by_type
+    from agentic_rl.envs.alfworld.demos import (
+        format_table,
+        run_episodes,
+        save_episodes,
+        success_by_type,
+    )
 
     env_kwargs = {"split": args.split, "data_path": args.data, "max_steps": args.max_steps,
                   "task_types": args.task_types}

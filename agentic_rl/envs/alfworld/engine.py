@@ -65,7 +65,8 @@ def load_logic(domain: str, grammar: str) -> pddl_logic.GameLogic:
                          lambda: pddl_logic.GameLogic(domain=domain, grammar=skeleton))
     if task_rhs is None or skeleton == grammar:
         return base
-    task_rules = ContextSensitiveGrammar.parse(json.dumps({"task": [{"rhs": json.loads(task_rhs)}]}))
+    task_rule = {"task": [{"rhs": json.loads(task_rhs)}]}
+    task_rules = ContextSensitiveGrammar.parse(json.dumps(task_rule))
     logic = copy.copy(base)
     logic.grammar = ContextSensitiveGrammar()
     logic.grammar._rules.update({name: list(rules) for name, rules in base.grammar._rules.items()})
@@ -175,7 +176,8 @@ class FastPddlEnv(PddlEnv):
 
     def _gather_infos(self) -> None:
         facts = FactIndex(self._pddl_state)
-        self.state["command_templates"] = sorted(set(a.template for a in self._logic.actions.values()))
+        templates = set(action.template for action in self._logic.actions.values())
+        self.state["command_templates"] = sorted(templates)
         self.state["won"] = self._pddl_state.check_goal()
         self.state["lost"] = False
         self.state["_entity_infos"] = dict(self._entity_infos)

@@ -151,9 +151,10 @@ def sample_spec(task_type: str, room: str, rng: random.Random,
 
 
 _GOALS = {
-    "pick_and_place_simple": "(inReceptacle ?o ?r) (objectType ?o {O}Type) (receptacleType ?r {R}Type)",
-    "pick_clean_then_place_in_recep": "(cleanable ?o) (objectType ?o {O}Type) "
-                                      "(receptacleType ?r {R}Type) (isClean ?o) (inReceptacle ?o ?r)",
+    "pick_and_place_simple": "(inReceptacle ?o ?r) (objectType ?o {O}Type) "
+                             "(receptacleType ?r {R}Type)",
+    "pick_clean_then_place_in_recep": "(cleanable ?o) (objectType ?o {O}Type) (receptacleType "
+                                      "?r {R}Type) (isClean ?o) (inReceptacle ?o ?r)",
     "pick_heat_then_place_in_recep": "(heatable ?o) (objectType ?o {O}Type) "
                                      "(receptacleType ?r {R}Type) (isHot ?o) (inReceptacle ?o ?r)",
     "pick_cool_then_place_in_recep": "(coolable ?o) (objectType ?o {O}Type) "

@@ -1,0 +1,107 @@
+"""Sample efficiency (issue 3 acceptance): env steps until eval success reaches a target.
+
+    python benchmarks/sample_efficiency.py --task reach --seeds 3 --json bench_out/reach.json
+    python benchmarks/sample_efficiency.py --task push --seeds 3 --sb3 --json bench_out/push.json
+
+reach: OPD with 20 expert episodes (target 0.95, bar <= 1,000 steps) and SAC+HER without demos
+(bar <= 4,000 steps); eval every 100 steps on 20 deterministic episodes.
+push: OPD with 100 expert episodes (target 0.90 within 100,000 steps), optionally SB3 SAC+HER
+at the same budget and hyper-parameters. Runs are sequential, one torch thread each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import markdown_table, write_json  # noqa: E402
+
+from agentic_rl.config import load_config  # noqa: E402
+from agentic_rl.train.run import train  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+TASKS = {
+    "reach": [("opd (20 demos)", "configs/opd_fetch_reach.yaml", 0.95, 3000, 100),
+              ("sac+her", "configs/sac_her_fetch_reach.yaml", 0.95, 6000, 100)],
+    "push": [("opd (100 demos)", "configs/opd_fetch_push.yaml", 0.90, 100_000, 2000)],
+}
+
+
+def steps_to(history: list[dict], target: float) -> int | None:
+    reached = [h["step"] for h in history if h["success_rate"] >= target]
+    return reached[0] if reached else None
+
+
+def run_ours(label, config_path, target, budget, eval_freq, seed, out_dir, eval_episodes):
+    overrides = [f"training.seed={seed}", f"training.total_timesteps={budget}",
+                 f"training.eval_freq={eval_freq}", f"training.stop_success_rate={target}",
+                 f"training.num_eval_episodes={eval_episodes}",
+                 f"training.checkpoint_freq={budget}"]
+    config = load_config(REPO / config_path, overrides)
+    run_dir = out_dir / f"{Path(config_path).stem}_seed{seed}_{int(time.time())}"
+    summary = train(config, run_dir, show_progress=False)
+    history = summary["eval_history"]
+    return {"method": label, "seed": seed, "steps_to_target": steps_to(history, target),
+            "best_success": max(h["success_rate"] for h in history),
+            "env_steps": summary["env_steps"], "wall_seconds": summary["wall_seconds"],
+            "run_dir": str(run_dir)}
+
+
+def summarise(results: list[dict]) -> list[dict]:
+    rows = []
+    for method in dict.fromkeys(r["method"] for r in results):
+        mine = [r for r in results if r["method"] == method]
+        steps = [r["steps_to_target"] for r in mine]
+        finite = sorted(s if s is not None else float("inf") for s in steps)
+        median = statistics.median(finite)
+        rows.append({"method": method, "seeds": len(mine), "steps_to_target": steps,
+                     "median_steps_to_target": None if median == float("inf") else median,
+                     "best_success": [r["best_success"] for r in mine],
+                     "wall_seconds": [r["wall_seconds"] for r in mine]})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", choices=sorted(TASKS), required=True)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--budget", type=int, help="override the env-step budget")
+    parser.add_argument("--eval-episodes", type=int, default=20)
+    parser.add_argument("--sb3", action="store_true", help="also run SB3 SAC+HER (push)")
+    parser.add_argument("--out-dir", default="bench_out/sample_efficiency")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    out_dir = Path(args.out_dir)
+    results = []
+    for label, config_path, target, budget, eval_freq in TASKS[args.task]:
+        for seed in range(args.seeds):
+            result = run_ours(label, config_path, target, args.budget or budget, eval_freq,
+                              seed, out_dir, args.eval_episodes)
+            print(result, flush=True)
+            results.append(result)
+    if args.sb3:
+        from sb3_her import train_sb3_her
+
+        _, config_path, target, budget, eval_freq = TASKS[args.task][0]
+        env_id = load_config(REPO / config_path).environment.name
+        for seed in range(args.seeds):
+            sb3 = train_sb3_her(env_id, args.budget or budget, seed, eval_freq,
+                                args.eval_episodes, stop_success=target)
+            result = {"method": "sb3 sac+her", "seed": seed, **sb3}
+            print({k: v for k, v in result.items() if k != "eval_history"}, flush=True)
+            results.append(result)
+    rows = summarise(results)
+    print(markdown_table(["method", "seeds", "steps to target per seed", "median",
+                          "best success per seed", "wall s per seed"],
+                         [[r["method"], r["seeds"], r["steps_to_target"],
+                           r["median_steps_to_target"], r["best_success"], r["wall_seconds"]]
+                          for r in rows]))
+    write_json(args.json, {"task": args.task, "summary": rows, "runs": results})
+
+
+if __name__ == "__main__":
+    main()

@@ -30,8 +30,9 @@ class SafetyMonitor:
         """Check one step of N envs.
 
         Args:
-            obs: flat observations ``[N, obs_dim]`` the action was taken in (None if no state
-                property is declared).
+            obs: flat observations ``[N, obs_dim]`` to check against the state properties
+                (None if none is declared). Pass the observation *reached* by the step
+                (``next_obs["observation"]``) so every visited state is checked.
             action: the action executed, ``[N, act_dim]``, ``[N]`` ints or ``[N]`` strings.
             episode_step: ``[N]`` step index within each env's episode; required when a property
                 has a horizon.

@@ -74,8 +74,12 @@ def fetch_reach_step_model(
     """FetchReach position control: ``grip_pos' ~= grip_pos + scale * action[:3]``.
 
     An approximation: the mocap target moves by exactly ``scale * action[:3]`` but the arm
-    follows it through MuJoCo dynamics, so the real displacement can lag or overshoot slightly;
-    use the shield's ``margin`` to absorb the error. ``grip_pos`` is ``obs[0:3]``. Use
+    follows it through MuJoCo dynamics with a lag, so the real one-step displacement differs.
+    Measured on FetchReach-v4 (gymnasium-robotics 1.4.2, 300 random and bang-bang steps): the
+    error reached 0.041 / 0.037 / 0.053 m on x / y / z (mean about 0.015 m). With the shield's
+    ``margin=0.02`` no floor / box / forbidden-box violation occurred in 2,000 bang-bang steps
+    (margin 0.015 still let 8 forbidden-box violations through); see
+    ``tests/unit/test_verify_fetch_shield.py``. ``grip_pos`` is ``obs[0:3]``. Use
     ``state_dim=13`` for the actor's input ``[observation (10), desired_goal (3)]``.
     """
     if state_dim < 3 or action_dim < 3:

@@ -72,6 +72,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, help="override the env-step budget")
     parser.add_argument("--eval-episodes", type=int, default=20)
     parser.add_argument("--sb3", action="store_true", help="also run SB3 SAC+HER (push)")
+    parser.add_argument("--sb3-seeds", type=int, help="SB3 seeds (default: --seeds)")
     parser.add_argument("--out-dir", default="bench_out/sample_efficiency")
     parser.add_argument("--json")
     args = parser.parse_args()
@@ -88,7 +89,7 @@ def main() -> None:
 
         _, config_path, target, budget, eval_freq = TASKS[args.task][0]
         env_id = load_config(REPO / config_path).environment.name
-        for seed in range(args.seeds):
+        for seed in range(args.sb3_seeds or args.seeds):
             sb3 = train_sb3_her(env_id, args.budget or budget, seed, eval_freq,
                                 args.eval_episodes, stop_success=target)
             result = {"method": "sb3 sac+her", "seed": seed, **sb3}

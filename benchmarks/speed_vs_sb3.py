@@ -1,0 +1,108 @@
+"""Training throughput: our SAC against Stable-Baselines3 SAC on FetchReach-v4.
+
+Identical hyper-parameters (networks, batch 256, one gradient step per env step, 256 warm-up
+steps, gamma, tau, learning rates, no observation normalisation, same torch thread count), runs
+alternated within one invocation; reports env steps/s of the whole loop (collect + store +
+sample + update) and the ratio, median over the repeated pairs.
+
+    python benchmarks/speed_vs_sb3.py --steps 2000 --repeats 3 --json bench_out/speed.json
+    python benchmarks/speed_vs_sb3.py --her --opd ...   # also HER-sampled SAC and OPD rows
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import markdown_table, write_json  # noqa: E402
+
+from agentic_rl.config import validate_config  # noqa: E402
+from agentic_rl.envs.make import register_all  # noqa: E402
+from agentic_rl.train.run import train  # noqa: E402
+
+ENV_ID = "FetchReach-v4"
+WARMUP = 256
+
+
+def ours_steps_per_s(net: list[int], steps: int, variant: str, threads: int) -> float:
+    algorithm = {"name": "opd" if variant == "opd" else "sac", "batch_size": 256,
+                 "gamma": 0.95, "tau": 0.05,
+                 "her": {"strategy": "future" if variant != "plain" else "none",
+                         "relabel_ratio": 0.8}}
+    agent = {"hidden_sizes": net, "actor_lr": 1e-3, "critic_lr": 1e-3, "alpha_lr": 1e-3}
+    with tempfile.TemporaryDirectory() as folder:
+        if variant == "opd":
+            algorithm["prototype_batch_size"] = 256
+            agent["prototype_data_path"] = str(Path(folder) / "demos.npz")
+            agent["prototypes_in_replay"] = False
+        config = validate_config({
+            "algorithm": algorithm, "agent": agent,
+            "environment": {"name": ENV_ID, "normalize_obs": False, "normalize_goal": False},
+            "training": {"total_timesteps": steps, "learning_starts": WARMUP,
+                         "eval_freq": 10 * steps, "checkpoint_freq": 10 * steps,
+                         "log_freq": steps, "num_eval_episodes": 1, "torch_threads": threads}})
+        summary = train(config, Path(folder) / "run", show_progress=False)
+    return steps / summary["wall_seconds"]
+
+
+def sb3_steps_per_s(net: list[int], steps: int, variant: str, threads: int) -> float:
+    import gymnasium as gym
+    from stable_baselines3 import SAC, HerReplayBuffer
+
+    torch.set_num_threads(threads)
+    register_all()
+    her = {} if variant == "plain" else {
+        "replay_buffer_class": HerReplayBuffer,
+        "replay_buffer_kwargs": {"n_sampled_goal": 4, "goal_selection_strategy": "future"}}
+    model = SAC("MultiInputPolicy", gym.make(ENV_ID), learning_rate=1e-3, buffer_size=steps + 1,
+                batch_size=256, gamma=0.95, tau=0.05, learning_starts=WARMUP, train_freq=1,
+                gradient_steps=1, policy_kwargs={"net_arch": net}, seed=0, verbose=0, **her)
+    started = time.perf_counter()
+    model.learn(total_timesteps=steps)
+    return steps / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=3, help="alternated pairs per row")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--nets", default="64,64;256,256")
+    parser.add_argument("--her", action="store_true", help="add SAC+HER rows (vs SB3 SAC+HER)")
+    parser.add_argument("--opd", action="store_true", help="add OPD rows (vs SB3 SAC+HER)")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    nets = [[int(x) for x in spec.split(",")] for spec in args.nets.split(";")]
+    variants = ["plain"] + ["her"] * args.her + ["opd"] * args.opd
+    results = []
+    for variant in variants:
+        for net in nets:
+            ours, sb3 = [], []
+            for _ in range(args.repeats):
+                ours.append(ours_steps_per_s(net, args.steps, variant, args.threads))
+                sb3.append(sb3_steps_per_s(net, args.steps, variant, args.threads))
+                print(f"{variant} {net}: ours {ours[-1]:.1f}/s, sb3 {sb3[-1]:.1f}/s", flush=True)
+            ratios = [o / s for o, s in zip(ours, sb3)]
+            results.append({"variant": variant, "net": net,
+                            "ours_steps_per_s": round(statistics.median(ours), 1),
+                            "sb3_steps_per_s": round(statistics.median(sb3), 1),
+                            "ratio": round(statistics.median(ratios), 2),
+                            "ratios": [round(r, 2) for r in ratios]})
+    label = {"plain": "SAC vs SAC", "her": "SAC+HER vs SAC+HER", "opd": "OPD vs SAC+HER"}
+    print(markdown_table(["comparison", "net", "ours steps/s", "SB3 steps/s", "ratio (median)"],
+                         [[label[r["variant"]], r["net"], r["ours_steps_per_s"],
+                           r["sb3_steps_per_s"], r["ratio"]] for r in results]))
+    write_json(args.json, {"env": ENV_ID, "steps": args.steps, "threads": args.threads,
+                           "repeats": args.repeats, "results": results})
+
+
+if __name__ == "__main__":
+    main()

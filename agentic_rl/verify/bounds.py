@@ -44,8 +44,8 @@ from agentic_rl.verify.layers import (
     relaxation,
 )
 
-__all__ = ["Affine", "Clamp", "LinearBounds", "crown_bounds", "crown_linear_bounds",
-           "interval_bounds", "layernorm_interval", "normalised_policy"]
+__all__ = ["Affine", "Clamp", "CrownState", "LinearBounds", "crown_bounds", "crown_intermediate",
+           "crown_linear_bounds", "interval_bounds", "layernorm_interval", "normalised_policy"]
 
 Tensor = torch.Tensor
 _DT = torch.float64
@@ -183,11 +183,23 @@ def _through_relaxation(coef: Tensor, const: Tensor, pos_slope: Tensor, pos_bias
     return positive * pos_slope[:, None, :] + negative * neg_slope[:, None, :], const
 
 
-def crown_linear_bounds(net: nn.Module, low: Tensor, high: Tensor,
-                        spec: Tensor | None = None) -> LinearBounds:
-    """CROWN bounds of ``spec @ net(x)`` over boxes ``low, high [B, d]`` (or ``[d]``).
+@dataclass
+class CrownState:
+    """Everything the final back-substitution needs: flattened ``layers``, the relaxation of every
+    nonlinear layer (by index), the restart index ``stop`` and its ``box`` (the input, or the last
+    LayerNorm's output), and the sound output bounds ``lo, hi [B, n_out]``."""
 
-    ``spec [k, n_out]`` (default identity). Returns linear and concrete bounds, batched ``[B, ...]``.
+    layers: list[nn.Module]
+    relax: dict[int, tuple[Tensor, ...]]
+    stop: int
+    box: tuple[Tensor, Tensor]
+    lo: Tensor
+    hi: Tensor
+
+
+def crown_intermediate(net: nn.Module, low: Tensor, high: Tensor) -> CrownState:
+    """Pre-activation bounds and relaxations of every layer over boxes ``[B, d]`` (or ``[d]``).
+
     Pre-activation bounds are refined by CROWN only where it can matter: not for a linear layer
     applied directly to the input box (IBP is exact there) and, before a ReLU, only for neurons
     that IBP leaves unstable in some box of the batch.
@@ -225,15 +237,36 @@ def crown_linear_bounds(net: nn.Module, low: Tensor, high: Tensor,
         else:
             lo[:, rows] = torch.maximum(lo[:, rows], crown.lo)
             hi[:, rows] = torch.minimum(hi[:, rows], crown.hi)
-    n_out = lo.shape[-1]
+    return CrownState(layers, relax, stop, box, lo, hi)
+
+
+def crown_linear_bounds(net: nn.Module, low: Tensor, high: Tensor,
+                        spec: Tensor | None = None) -> LinearBounds:
+    """CROWN bounds of ``spec @ net(x)`` over boxes ``low, high [B, d]`` (or ``[d]``).
+
+    ``spec [k, n_out]`` (default identity). Returns linear and concrete bounds, batched ``[B, ...]``.
+    """
+    state = crown_intermediate(net, low, high)
+    spec = check_spec(spec, state.lo.shape[-1])
+    result = _backward(state.layers, state.relax, spec, state.stop, state.box)
+    result.lo, result.hi = intersect_spec(result.lo, result.hi, spec, state.lo, state.hi)
+    return result
+
+
+def check_spec(spec: Tensor | None, n_out: int) -> Tensor:
+    """``spec [k, n_out]`` as float64 (identity when None); raises on a wrong shape."""
     spec = torch.eye(n_out, dtype=_DT) if spec is None else torch.as_tensor(spec, dtype=_DT)
     if spec.dim() != 2 or spec.shape[1] != n_out:
         raise ValueError(f"spec must be [k, {n_out}] for this network, got {tuple(spec.shape)}")
-    result = _backward(layers, relax, spec, stop, box)
+    return spec
+
+
+def intersect_spec(lo: Tensor, hi: Tensor, spec: Tensor, out_lo: Tensor, out_hi: Tensor
+                   ) -> tuple[Tensor, Tensor]:
+    """Tighten spec bounds ``[B, k]`` with the interval image of output bounds ``[B, n_out]``."""
     spec_pos, spec_neg = spec.clamp_min(0), spec.clamp_max(0)
-    result.lo = torch.maximum(result.lo, lo @ spec_pos.T + hi @ spec_neg.T)
-    result.hi = torch.minimum(result.hi, hi @ spec_pos.T + lo @ spec_neg.T)
-    return result
+    return (torch.maximum(lo, out_lo @ spec_pos.T + out_hi @ spec_neg.T),
+            torch.minimum(hi, out_hi @ spec_pos.T + out_lo @ spec_neg.T))
 
 
 def crown_bounds(net: nn.Module, low: Tensor, high: Tensor,

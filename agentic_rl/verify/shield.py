@@ -88,9 +88,12 @@ class ContinuousShield:
         low = self.low if self.low.size else np.full(proposed.shape[1], -np.inf)
         high = self.high if self.high.size else np.full(proposed.shape[1], np.inf)
         if self.rows or self.forbidden:
-            if obs is None:
-                raise ValueError("the shield has state invariants: pass the observation")
-            safe = self._project_state(np.atleast_2d(np.asarray(obs, float)), proposed, low, high)
+            obs = None if obs is None else np.atleast_2d(np.asarray(obs, float))
+            if obs is None or obs.shape != (proposed.shape[0], self.model.state_dim):
+                raise ValueError(f"the shield's one-step model needs observations "
+                                 f"[{proposed.shape[0]}, {self.model.state_dim}] (the flat "
+                                 f"obs['observation']), got {None if obs is None else obs.shape}")
+            safe = self._project_state(obs, proposed, low, high)
         else:
             safe = np.clip(proposed, low, high)
         changed = np.abs(safe - proposed).max(axis=1) > 1e-12

@@ -81,6 +81,14 @@ def test_without_model_only_clips_and_needs_no_obs():
     np.testing.assert_allclose(safe, [[1.0, -1.0, 0.5, 0.0]])
 
 
+def test_observation_shape_is_checked():
+    shield = ContinuousShield(props(BOX, LIMITS), fetch_reach_step_model())
+    with pytest.raises(ValueError, match=r"observations \[1, 10\]"):
+        shield.project(np.zeros((1, 13)), np.zeros((1, 4)))
+    with pytest.raises(ValueError, match="one-step model needs observations"):
+        shield.project(None, np.zeros((1, 4)))
+
+
 def test_model_must_predict_constrained_entries():
     model = AffineStepModel(np.arange(2), np.eye(2, 3), np.eye(2, 3), np.zeros(2))
     with pytest.raises(ValueError, match=r"obs entries \[2\]"):

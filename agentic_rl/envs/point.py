@@ -17,9 +17,10 @@ class PointReachEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, distance_threshold: float = 0.1, step_size: float = 0.1,
-                 reward_type: str = "sparse") -> None:
+                 reward_type: str = "sparse", goal_range: float = 1.0) -> None:
         self.distance_threshold, self.step_size, self.reward_type = (
             distance_threshold, step_size, reward_type)
+        self.goal_range = goal_range  # goals are drawn from [-goal_range, goal_range]^2
         box = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
         self.observation_space = gym.spaces.Dict(
             {"observation": box, "achieved_goal": box, "desired_goal": box})
@@ -34,7 +35,8 @@ class PointReachEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self.position = self.np_random.uniform(-0.5, 0.5, 2).astype(np.float32)
-        self.goal = self.np_random.uniform(-1.0, 1.0, 2).astype(np.float32)
+        self.goal = self.np_random.uniform(-self.goal_range, self.goal_range, 2).astype(
+            np.float32)
         return self._obs(), {}
 
     def step(self, action: np.ndarray):

@@ -83,7 +83,7 @@ def soundness(n_nets: int, seed: int) -> dict[str, int]:
         spread = float(outputs[:, 0].max() - outputs[:, 0].min())
         offset = float(torch.empty(1).uniform_(-0.5, 0.2, generator=gen))
         threshold = float(outputs[:, 0].max()) + offset * spread
-        result = verify_action_property(net, low, high, action_high=torch.tensor([threshold, 9.0]),
+        result = verify_action_property(net, low, high, action_high=torch.tensor([threshold, 9.0], dtype=torch.float64),
                                         max_seconds=0.3, generator=gen)
         violated = bool((outputs[:, 0] > threshold).any())
         proved += result.status == "proved"
@@ -141,6 +141,7 @@ def actor_checks(policy: nn.Sequential, seed: int) -> dict:
 
 
 def main() -> None:
+    """Parse arguments, run the three measurements, print a table and write ``--json``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", type=Path, required=True, help="where to write the results")
     parser.add_argument("--actor", type=Path, help="safetensors with the actor state_dict")

@@ -89,6 +89,7 @@ def linear_parts(layer: nn.Module) -> tuple[Tensor, Tensor]:
 
 
 def monotone(layer: nn.Module, x: Tensor) -> Tensor:
+    """Apply a monotone elementwise layer (ReLU, Tanh, Clamp) to a bound tensor."""
     if isinstance(layer, nn.ReLU):
         return x.clamp_min(0.0)
     if isinstance(layer, nn.Tanh):

@@ -22,7 +22,12 @@ from torch import nn
 
 from agentic_rl.verify.bounds import crown_linear_bounds
 from agentic_rl.verify.result import VerifyResult
-from agentic_rl.verify.search import bounds_spec, search_counterexample, violation_margin
+from agentic_rl.verify.search import (
+    bounds_spec,
+    confirm,
+    search_counterexample,
+    violation_margin,
+)
 
 Tensor = torch.Tensor
 
@@ -97,12 +102,13 @@ def branch_and_bound(
         with torch.no_grad():
             outputs = net(centres)
         violation = violation_margin(outputs, spec_matrix, spec_bias)
-        if (violation > 0).any():
-            index = int(violation.argmax())
-            return VerifyResult(name, "falsified", time.perf_counter() - start,
-                                centres[index].tolist(), outputs[index].tolist(),
-                                {"method": "crown+bab", "boxes": explored,
-                                 "violation": float(violation[index])})
+        for index in torch.nonzero(violation > 0)[:, 0].tolist():
+            found = confirm(net, centres[index], spec_matrix, spec_bias)
+            if found.violates:
+                return VerifyResult(name, "falsified", time.perf_counter() - start,
+                                    found.point.tolist(), found.output.tolist(),
+                                    {"method": "crown+bab", "boxes": explored,
+                                     "violation": found.margin})
         children_lo, children_hi = _split_widest(lo, hi, width0, score)
         last_batch = time.perf_counter() - batch_start  # stop before a batch would overrun
         queue_lo, queue_hi = torch.cat([queue_lo, children_lo]), torch.cat([queue_hi, children_hi])

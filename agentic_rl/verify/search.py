@@ -46,9 +46,11 @@ def bounds_spec(low: Tensor | None, high: Tensor | None) -> tuple[Tensor, Tensor
 
 
 def violation_margin(output: Tensor, spec_matrix: Tensor, spec_bias: Tensor) -> Tensor:
-    """``max_j (spec_matrix @ y - spec_bias)_j`` for ``output [N, k]`` -> ``[N]``."""
-    matrix = spec_matrix.to(output.dtype)
-    return (output @ matrix.T - spec_bias.to(output.dtype)).amax(-1)
+    """``max_j (spec_matrix @ y - spec_bias)_j`` for ``output [N, k]`` -> ``[N]``, in float64
+    (a float32 output is compared exactly with the float64 property, never rounded to it)."""
+    matrix = torch.as_tensor(spec_matrix, dtype=torch.float64)
+    bias = torch.as_tensor(spec_bias, dtype=torch.float64)
+    return (output.to(torch.float64) @ matrix.T - bias).amax(-1)
 
 
 def search_counterexample(
@@ -86,4 +88,16 @@ def search_counterexample(
             break
         size = width * (0.25 - 0.24 * step / max(steps - 1, 1))
         points = torch.minimum(torch.maximum(points + size * grad.sign(), low), high)
-    return SearchResult(best_point, best_output, best_margin, best_margin > 0.0)
+    return confirm(net, best_point, spec_matrix, spec_bias)
+
+
+def confirm(net: nn.Module, point: Tensor, spec_matrix: Tensor, spec_bias: Tensor) -> SearchResult:
+    """Evaluate one ``point [d]`` on its own (as a user replaying it would) and measure its margin.
+
+    A batched evaluation can differ in the last bits from a single one; only a violation that
+    reproduces on the single evaluation counts.
+    """
+    with torch.no_grad():
+        output = net(point.detach()[None])[0]
+    margin = float(violation_margin(output[None], spec_matrix, spec_bias)[0])
+    return SearchResult(point.detach().clone(), output, margin, margin > 0.0)

@@ -113,7 +113,8 @@ def test_verify_never_proves_a_property_sampling_violates(seed, quantile, activa
         outputs = net(samples)[:, 0]
     # thresholds from well below to a bit above the sampled maximum
     threshold = float(outputs.max() + quantile * (outputs.max() - outputs.min()))
-    result = verify_action_property(net, low, high, action_high=torch.tensor([threshold]),
+    result = verify_action_property(net, low, high,
+                                    action_high=torch.tensor([threshold], dtype=torch.float64),
                                     max_seconds=0.2, generator=gen)
     if (outputs > threshold).any():
         assert result.status != "proved"

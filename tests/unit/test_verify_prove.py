@@ -175,3 +175,17 @@ def test_report_and_table_name_every_property():
     table = format_results(results)
     assert "low_out" in table and "falsified" in table and "-> output" in table
     assert "loose" in table and "proved" in table
+
+
+def test_output_exactly_at_the_bound_is_neither_proved_nor_falsified():
+    from agentic_rl.verify.layers import Clamp
+
+    net = nn.Sequential(nn.Linear(1, 1), Clamp(-0.5, 0.7)).double()
+    with torch.no_grad():
+        net[0].weight.fill_(1.0)
+        net[0].bias.zero_()
+    # y = clamp(x) reaches 0.7 exactly on x in [0.7, 2]: "y <= 0.7" holds with no margin
+    result = verify_action_property(net, torch.zeros(1), 2 * torch.ones(1),
+                                    action_high=torch.tensor([0.7], dtype=torch.float64),
+                                    max_boxes=64, generator=torch.Generator().manual_seed(0))
+    assert result.status == "unknown"

@@ -7,7 +7,8 @@ checked at their centre (a violation there is a real counterexample) and split i
 input dimension where the worst row's CROWN upper bound varies most (|coefficient| x width; the
 widest dimension relative to the original box when a LayerNorm cuts the linear chain). The answer is ``proved`` only when every box is
 proved, ``falsified`` only with an input whose actual network output violates, and ``unknown``
-when the box or time budget runs out.
+when the box or time budget runs out (its details then give ``violation_upper_bound``, a sound
+upper bound of ``max_j (spec_matrix @ y - spec_bias)_j`` over the whole box).
 
 ``margin`` (default 1e-6) makes proofs robust to the float32 rounding of the deployed network
 (bounds are computed in float64 on the exact weights).
@@ -23,6 +24,7 @@ from torch import nn
 from agentic_rl.verify.bounds import crown_linear_bounds
 from agentic_rl.verify.result import VerifyResult
 from agentic_rl.verify.search import (
+    SearchResult,
     bounds_spec,
     confirm,
     search_counterexample,
@@ -69,52 +71,69 @@ def branch_and_bound(
         margin: a box is proved when every upper bound is ``<= -margin``.
     """
     start = time.perf_counter()
-    low = torch.as_tensor(low, dtype=torch.float64).detach()
-    high = torch.as_tensor(high, dtype=torch.float64).detach()
-    spec_matrix = torch.as_tensor(spec_matrix, dtype=torch.float64).detach()
-    spec_bias = torch.as_tensor(spec_bias, dtype=torch.float64).detach()
-    queue_lo, queue_hi, width0 = low[None], high[None], high - low
-    explored, worst = 0, -torch.inf
-    dtype = _net_dtype(net)
-    last_batch = 0.0
+    low, high, spec_matrix, spec_bias = (torch.as_tensor(t, dtype=torch.float64).detach()
+                                         for t in (low, high, spec_matrix, spec_bias))
+    queue_lo, queue_hi, queue_bound = low[None], high[None], torch.full((1,), torch.inf)
+    width0, explored, last_batch, root_bound = high - low, 0, 0.0, None
     while queue_lo.shape[0]:
         batch_start = time.perf_counter()
         if explored >= max_boxes or batch_start - start + last_batch > max_seconds:
             return VerifyResult(name, "unknown", time.perf_counter() - start, details={
                 "method": "crown+bab", "boxes": explored, "open_boxes": int(queue_lo.shape[0]),
-                "worst_upper_bound": worst})
+                "violation_upper_bound": float(queue_bound.max()),
+                "root_violation_upper_bound": root_bound})
         lo, hi = queue_lo[:batch_size], queue_hi[:batch_size]
         queue_lo, queue_hi = queue_lo[batch_size:], queue_hi[batch_size:]
-        bounds = crown_linear_bounds(net, lo, hi, spec_matrix)
-        upper = bounds.hi - spec_bias
+        queue_bound = queue_bound[batch_size:]
+        upper, score = _bound_boxes(net, lo, hi, spec_matrix, spec_bias)
         explored += lo.shape[0]
-        open_boxes = (upper > -margin).any(-1)
-        if not open_boxes.any():
+        root_bound = float(upper[0]) if root_bound is None else root_bound
+        keep = upper > -margin
+        if not keep.any():
             continue
-        worst = max(worst, float(upper[open_boxes].max()))
-        lo, hi = lo[open_boxes], hi[open_boxes]
-        score = None
-        if bounds.from_input:  # split where the worst row's linear bound varies most
-            rows = upper[open_boxes].argmax(-1)
-            coef = bounds.uA[open_boxes][torch.arange(rows.numel()), rows]
-            score = coef.abs() * (hi - lo)
-        centres = ((lo + hi) / 2).to(dtype)
-        with torch.no_grad():
-            outputs = net(centres)
-        violation = violation_margin(outputs, spec_matrix, spec_bias)
-        for index in torch.nonzero(violation > 0)[:, 0].tolist():
-            found = confirm(net, centres[index], spec_matrix, spec_bias)
-            if found.violates:
-                return VerifyResult(name, "falsified", time.perf_counter() - start,
-                                    found.point.tolist(), found.output.tolist(),
-                                    {"method": "crown+bab", "boxes": explored,
-                                     "violation": found.margin})
-        children_lo, children_hi = _split_widest(lo, hi, width0, score)
+        lo, hi, upper = lo[keep], hi[keep], upper[keep]
+        found = _falsify_at_centres(net, lo, hi, spec_matrix, spec_bias)
+        if found is not None:
+            return VerifyResult(name, "falsified", time.perf_counter() - start,
+                                found.point.tolist(), found.output.tolist(),
+                                {"method": "crown+bab", "boxes": explored,
+                                 "violation": found.margin})
+        children_lo, children_hi = _split_widest(lo, hi, width0,
+                                                 None if score is None else score[keep])
         last_batch = time.perf_counter() - batch_start  # stop before a batch would overrun
         queue_lo, queue_hi = torch.cat([queue_lo, children_lo]), torch.cat([queue_hi, children_hi])
-    return VerifyResult(name, "proved", time.perf_counter() - start,
-                        details={"method": "crown+bab", "boxes": explored,
-                                 "worst_open_upper_bound": worst})
+        queue_bound = torch.cat([queue_bound, upper, upper])  # a child inherits its parent's bound
+    return VerifyResult(name, "proved", time.perf_counter() - start, details={
+        "method": "crown+bab", "boxes": explored, "root_violation_upper_bound": root_bound})
+
+
+def _bound_boxes(net: nn.Module, lo: Tensor, hi: Tensor, spec_matrix: Tensor,
+                 spec_bias: Tensor) -> tuple[Tensor, Tensor | None]:
+    """Upper bound of the violation margin per box ``[B]`` and a split score ``[B, d]``.
+
+    The score is ``|coefficient| * width`` of the worst row's CROWN bound (None when a LayerNorm
+    cuts the linear chain to the input).
+    """
+    bounds = crown_linear_bounds(net, lo, hi, spec_matrix)
+    rows_upper = bounds.hi - spec_bias
+    upper, worst_row = rows_upper.max(-1)
+    if not bounds.from_input:
+        return upper, None
+    coef = bounds.uA[torch.arange(lo.shape[0]), worst_row]
+    return upper, coef.abs() * (hi - lo)
+
+
+def _falsify_at_centres(net: nn.Module, lo: Tensor, hi: Tensor, spec_matrix: Tensor,
+                        spec_bias: Tensor) -> SearchResult | None:
+    """The first box centre ``[d]`` whose (replayed) output violates the property, if any."""
+    centres = ((lo + hi) / 2).to(_net_dtype(net))
+    with torch.no_grad():
+        violation = violation_margin(net(centres), spec_matrix, spec_bias)
+    for index in torch.nonzero(violation > 0)[:, 0].tolist():
+        found = confirm(net, centres[index], spec_matrix, spec_bias)
+        if found.violates:
+            return found
+    return None
 
 
 def verify_action_property(

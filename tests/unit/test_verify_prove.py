@@ -88,6 +88,9 @@ def test_budget_exhaustion_answers_unknown():
     result = branch_and_bound(net, -torch.ones(1), torch.ones(1), torch.ones(1, 1),
                               torch.tensor([0.5]), max_boxes=64)
     assert result.status == "unknown"
+    # a sound bound on the worst violation: the true maximum margin is 0 (attained at |x| = 1)
+    assert 0.0 <= result.details["violation_upper_bound"] <= result.details[
+        "root_violation_upper_bound"]
 
 
 def test_search_is_deterministic_given_generator():

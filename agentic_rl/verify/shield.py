@@ -129,7 +129,8 @@ class ContinuousShield:
         return g, h
 
     def metrics(self) -> dict[str, float]:
-        """``safety/shield_interventions`` (count) and ``safety/shield_intervention_rate``."""
+        """``safety/shield_interventions`` (count), ``safety/shield_intervention_rate`` and
+        ``safety/shield_infeasible`` (steps where no action could satisfy every constraint)."""
         return {"safety/shield_interventions": float(self.interventions),
                 "safety/shield_intervention_rate": self.interventions / max(self.steps, 1),
                 "safety/shield_infeasible": float(self.infeasible)}

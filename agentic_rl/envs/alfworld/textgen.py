@@ -70,7 +70,7 @@ class FastDeriver:
     def __init__(self, grammar: Any) -> None:
         self.grammar = grammar
         self._memo: dict[tuple, str] = {}
-        self._dependencies: dict[str, frozenset[str] | None] = {}
+        self._dependencies: dict[str, Reads | None] = {}
         self.readable_facts: dict = {}  # fact -> fact with entity names (used by the engine)
 
     # ----------------------------------------------------------------- derivation (no memo)
@@ -135,19 +135,20 @@ class FastDeriver:
         return "".join(derived)
 
     # ----------------------------------------------------------------- memoisation
-    def _collect(self, symbol: Any, names: set[str], seen: set[str]) -> bool:
-        """Add the predicate names ``symbol`` can read to ``names``; False if not analysable."""
+    def _collect(self, symbol: Any, reads: "Reads", seen: set[str]) -> bool:
+        """Add what ``symbol`` can read to ``reads``; False if it cannot be analysed."""
         if isinstance(symbol, TerminalSymbol):
             return True
         if isinstance(symbol, EvalSymbol):
             identifiers = set(_IDENTIFIER.findall(symbol.expression)) - _SAFE_ATTRIBUTES
+            reads.variables.update(identifiers)
             return not identifiers & _unsafe_names()
         if isinstance(symbol, ListSymbol):
-            return self._collect(symbol.symbol, names, seen)
+            return self._collect(symbol.symbol, reads, seen)
         if isinstance(symbol, ConditionalSymbol):
             if symbol.given:
-                names.update(p.name for p in parse_query(symbol.given).preconditions)
-            return self._collect(symbol.expression, names, seen)
+                reads.add_query(parse_query(symbol.given))
+            return self._collect(symbol.expression, reads, seen)
         if isinstance(symbol, NonterminalSymbol):
             name = str(symbol)
             if name in seen:
@@ -155,23 +156,28 @@ class FastDeriver:
             seen.add(name)
             for rule in self.grammar._rules.get(name, []):
                 if rule.condition:
-                    names.update(p.name for p in parse_query(rule.condition).preconditions)
-                if not all(self._collect(child, names, seen) for child in rule.rhs):
+                    reads.add_query(parse_query(rule.condition))
+                if not all(self._collect(child, reads, seen) for child in rule.rhs):
                     return False
             return True
         return False
 
-    def dependencies(self, start: str) -> frozenset[str] | None:
-        """Predicate names a derivation of ``start`` can read, or None if it cannot be memoised."""
+    def dependencies(self, start: str) -> "Reads | None":
+        """What a derivation of ``start`` can read, or None if it cannot be memoised."""
         if start not in self._dependencies:
-            names: set[str] = set()
-            seen: set[str] = set()
-            ok = all(self._collect(s, names, seen) for s in parse_symbols(start))
-            self._dependencies[start] = frozenset(names) if ok else None
+            reads, seen = Reads(), set()
+            ok = all(self._collect(s, reads, seen) for s in parse_symbols(start))
+            self._dependencies[start] = reads if ok else None
         return self._dependencies[start]
 
     def derive(self, start: str, context: dict, facts_by_name: "FactIndex") -> str:
         """Derive ``start`` in ``context``, memoised on the start, mapping and relevant facts.
+
+        The key holds the facts of every predicate the derivation's queries and conditions can
+        reach, and the mapping entries it can read. When every query placeholder is bound by the
+        mapping, entries of other placeholders cannot matter (TextWorld only consults the set of
+        used variables for unbound placeholders) and are left out of the key; otherwise the
+        whole mapping is in it.
 
         Args:
             start: grammar string (a command template or a feedback rule such as
@@ -182,18 +188,41 @@ class FastDeriver:
         Returns:
             The derived text.
         """
-        names = self.dependencies(start)
-        if names is None:
+        reads = self.dependencies(start)
+        if reads is None:
             return self.derive_uncached(start, context)
-        mapping = sorted((ph.name, ph.type, var.name, var.type)
-                         for ph, var in context["mapping"].items())
-        key = (start, tuple(mapping),
-               tuple(facts_by_name.get(name) for name in sorted(names)))
+        items = context["mapping"].items()
+        bound = {(ph.name, ph.type) for ph, _ in items}
+        if reads.placeholders <= bound:
+            relevant = reads.variables | {name for name, _ in reads.placeholders}
+            items = [(ph, var) for ph, var in items if ph.name in relevant]
+        mapping = sorted((ph.name, ph.type, var.name, var.type) for ph, var in items)
+        key = (start, tuple(mapping), tuple(facts_by_name.get(name) for name in reads.predicates))
         text = self._memo.get(key)
         if text is None:
             text = self.derive_uncached(start, context)
             self._memo[key] = text
         return text
+
+
+class Reads:
+    """What a derivation can read: predicates, query placeholders and eval variable names."""
+
+    def __init__(self) -> None:
+        self._predicates: set[str] = set()
+        self.placeholders: set[tuple[str, str]] = set()
+        self.variables: set[str] = set()
+
+    def add_query(self, rule: Rule) -> None:
+        """Record a condition or query (its predicates and placeholders)."""
+        for predicate in rule.preconditions:
+            self._predicates.add(predicate.name)
+            self.placeholders.update((ph.name, ph.type) for ph in predicate.parameters)
+
+    @property
+    def predicates(self) -> tuple[str, ...]:
+        """Predicate names, sorted."""
+        return tuple(sorted(self._predicates))
 
 
 @functools.lru_cache(maxsize=1)

@@ -65,14 +65,16 @@ class OPD(SAC):
                               sac_loss.detach(), "train/opd_alpha": zero + self.opd_alpha()}
         x = self.policy_input(prototype["obs"], prototype.get("desired_goal"))
         proto_action = prototype["action"]
+        policy_action = self.actor.deterministic(x) if (
+            self.config.distill_loss == "mse" or self.config.q_filter) else None
         mask = None
         if self.config.q_filter:
-            with torch.no_grad():
-                policy_action = self.actor.deterministic(x)
-                mask = losses.q_filter_mask(self.critic(x, proto_action),
-                                            self.critic(x, policy_action))
+            with torch.no_grad():  # one critic pass over both action sets
+                q = self.critic(torch.cat([x, x]), torch.cat([proto_action,
+                                                              policy_action.detach()]))
+                mask = losses.q_filter_mask(q[:, : x.shape[0]], q[:, x.shape[0]:])
         if self.config.distill_loss == "mse":
-            distill = losses.distill_mse_loss(self.actor.deterministic(x), proto_action, mask)
+            distill = losses.distill_mse_loss(policy_action, proto_action, mask)
         else:
             distill = losses.distill_nll_loss(self.actor.log_prob(x, proto_action), mask)
         weight = self.opd_alpha()

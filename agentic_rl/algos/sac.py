@@ -68,7 +68,7 @@ class SAC:
         self.log_alpha.requires_grad_(True)
         self.target_entropy = (-float(act_dim) if agent.target_entropy == "auto"
                                else float(agent.target_entropy))
-        adam = {"foreach": True}
+        adam = {"fused": True}  # one kernel per optimiser step instead of one per tensor op
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), agent.actor_lr, **adam)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), agent.critic_lr, **adam)
         self.alpha_optimizer = torch.optim.Adam([self.log_alpha], agent.alpha_lr)
@@ -108,7 +108,8 @@ class SAC:
         return self.unit_to_env(unit), state, {"unit_action": unit}
 
     def observe(self, obs: dict[str, torch.Tensor]) -> None:
-        """Update the normaliser statistics with freshly collected raw observations."""
+        """Update the normaliser statistics with raw observations ``[T, ...]`` (the loop calls
+        this once per finished episode; goal statistics use desired and achieved goals)."""
         self.obs_normalizer.update(obs["observation"])
         if self.goal_conditioned:
             self.goal_normalizer.update(torch.cat([obs["desired_goal"], obs["achieved_goal"]]))
@@ -138,8 +139,10 @@ class SAC:
         self.critic_optimizer.step()
 
         action, log_prob, _, std = self.actor.sample(x, self.generator)
+        self.critic.requires_grad_(False)  # the actor loss needs no critic weight gradients
         q_pi = self.critic(x, action)
         actor_loss, actor_metrics = self.actor_loss(q_pi, log_prob, alpha, batch)
+        self.critic.requires_grad_(True)
         self.actor_optimizer.zero_grad(set_to_none=True)
         actor_loss.backward()
         self.actor_optimizer.step()

@@ -8,7 +8,7 @@ from a checkpoint taken between episodes replays exactly the same episodes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -20,17 +20,16 @@ def to_tensors(obs: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
 
 @dataclass
 class FinishedEpisode:
-    """One finished episode of env ``env_index``: steps ``[L, ...]`` and its summary."""
+    """Summary of one finished episode of env ``env_index`` (its steps are in the replay)."""
 
     env_index: int
     success: bool
     episode_return: float
     length: int
-    steps: dict[str, torch.Tensor] = field(repr=False)
 
 
 class Collector:
-    """Owns the env's current observation and the per-env episode traces."""
+    """Owns the envs' current observations, episode seeds, returns and lengths."""
 
     def __init__(self, envs, rng: np.random.Generator) -> None:
         self.envs, self.rng = envs, rng
@@ -38,7 +37,7 @@ class Collector:
         self.obs: dict[str, torch.Tensor] = {}
         self.episode_seeds = np.zeros(self.num_envs, dtype=np.int64)
         self.steps_in_episode = np.zeros(self.num_envs, dtype=np.int64)
-        self.traces: list[list[dict[str, torch.Tensor]]] = [[] for _ in range(self.num_envs)]
+        self.returns = np.zeros(self.num_envs, dtype=np.float64)
 
     def reset_all(self, seeds: np.ndarray | None = None) -> dict[str, torch.Tensor]:
         """Reset every env, with ``seeds`` (e.g. from a checkpoint) or fresh ones."""
@@ -48,7 +47,7 @@ class Collector:
         obs, _ = self.envs.reset(seed=[int(s) for s in self.episode_seeds])
         self.obs = to_tensors(obs)
         self.steps_in_episode[:] = 0
-        self.traces = [[] for _ in range(self.num_envs)]
+        self.returns[:] = 0.0
         return self.obs
 
     @property
@@ -79,17 +78,11 @@ class Collector:
         }
         episode_end = np.logical_or(terminated, truncated)
         success = np.asarray(info.get("is_success", np.zeros(self.num_envs)), dtype=bool)
-        finished = []
         self.steps_in_episode += 1
-        for env in range(self.num_envs):
-            self.traces[env].append({k: v[env] for k, v in transition.items()})
-            if episode_end[env]:
-                steps = {k: torch.stack([t[k] for t in self.traces[env]])
-                         for k in transition}
-                finished.append(FinishedEpisode(env, bool(success[env]),
-                                                float(steps["reward"].sum()),
-                                                int(self.steps_in_episode[env]), steps))
-                self.traces[env] = []
+        self.returns += reward
+        finished = [FinishedEpisode(env, bool(success[env]), float(self.returns[env]),
+                                    int(self.steps_in_episode[env]))
+                    for env in np.flatnonzero(episode_end)]
         self.obs = next_obs_t
         if episode_end.any():
             self._reset_finished(episode_end)
@@ -102,3 +95,4 @@ class Collector:
                                  options={"reset_mask": mask})
         self.obs = to_tensors(obs)  # envs outside the mask keep their current observation
         self.steps_in_episode[mask] = 0
+        self.returns[mask] = 0.0

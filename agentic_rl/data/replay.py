@@ -35,13 +35,21 @@ class ReplayBuffer:
         self.episode_length = torch.zeros((capacity, num_envs), dtype=torch.long)
         self.current_start = torch.zeros(num_envs, dtype=torch.long)
         self.pos, self.full = 0, False
+        self._valid: torch.Tensor | None = None  # flat indices of sampleable rows (cached)
 
     def __len__(self) -> int:
         return (self.capacity if self.full else self.pos) * self.num_envs
 
     def num_sampleable(self) -> int:
         """Transitions of finished episodes (the only ones ``sample`` draws)."""
-        return int((self.episode_length[: self._used_rows()] > 0).sum())
+        return int(self.valid_indices().numel())
+
+    def valid_indices(self) -> torch.Tensor:
+        """Flat ``row * num_envs + env`` indices of finished episodes' transitions."""
+        if self._valid is None:
+            lengths = self.episode_length[: self._used_rows()].reshape(-1)
+            self._valid = torch.nonzero(lengths > 0).flatten()
+        return self._valid
 
     def _used_rows(self) -> int:
         return self.capacity if self.full else self.pos
@@ -49,6 +57,8 @@ class ReplayBuffer:
     def add(self, transition: dict[str, torch.Tensor], episode_end: torch.Tensor) -> None:
         """Write one step of every env: fields ``[num_envs, ...]``, ``episode_end [num_envs]``
         (terminated or truncated)."""
+        if self.episode_length[self.pos].any() or episode_end.any():
+            self._valid = None  # an old episode is overwritten or a new one becomes sampleable
         self._forget_overwritten_episodes(self.pos)
         for name in FIELDS:
             self.storage[name][self.pos] = transition[name]
@@ -69,6 +79,15 @@ class ReplayBuffer:
             start, length = int(self.episode_start[row, env]), int(self.episode_length[row, env])
             rows = (start + torch.arange(length)) % self.capacity
             self.episode_length[rows, env] = 0
+
+    def last_episode(self, env: int) -> dict[str, torch.Tensor]:
+        """The steps ``[L, ...]`` of env ``env``'s episode that ended at the latest ``add``."""
+        last = (self.pos - 1) % self.capacity
+        length = int(self.episode_length[last, env])
+        if length == 0:
+            raise RuntimeError(f"env {env}'s latest transition did not end an episode")
+        rows = (last - length + 1 + torch.arange(length)) % self.capacity
+        return {name: self.storage[name][rows, env] for name in FIELDS}
 
     def add_episode(self, episode: dict[str, torch.Tensor]) -> None:
         """Append a whole episode (fields ``[L, ...]``) to a single-env buffer (demonstrations)."""
@@ -92,7 +111,7 @@ class ReplayBuffer:
             ``terminated [B]``, ``desired_goal [B, g]`` (the possibly relabelled goal),
             ``achieved_goal`` and ``next_achieved_goal [B, g]``.
         """
-        valid = torch.nonzero(self.episode_length[: self._used_rows()].reshape(-1) > 0).flatten()
+        valid = self.valid_indices()
         if valid.numel() == 0:
             raise RuntimeError("no finished episode in the replay buffer yet; raise "
                                "training.learning_starts above one episode length")
@@ -137,3 +156,4 @@ class ReplayBuffer:
         self.episode_length[:used] = torch.from_numpy(arrays["episode_length"])
         self.current_start[:] = torch.from_numpy(arrays["current_start"])
         self.pos, self.full = int(arrays["pointer"][0]), bool(arrays["pointer"][1])
+        self._valid = None

@@ -64,7 +64,12 @@ class EnsembleLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() == 2:
-            return torch.baddbmm(self.bias, x.expand(self.weight.shape[0], *x.shape), self.weight)
+            # A shared input is one GEMM against the members' weights side by side: much faster
+            # on CPU than a batched matmul over a stride-0 expanded input.
+            members, in_features, out_features = self.weight.shape
+            stacked = self.weight.permute(1, 0, 2).reshape(in_features, members * out_features)
+            out = (x @ stacked).view(x.shape[0], members, out_features).transpose(0, 1)
+            return out + self.bias
         return torch.baddbmm(self.bias, x, self.weight)
 
 

@@ -24,6 +24,11 @@ class RunningNormalizer(nn.Module):
         self.register_buffer("mean", torch.zeros(dim, dtype=torch.float64))
         self.register_buffer("var", torch.ones(dim, dtype=torch.float64))
         self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+        self._cache: tuple[torch.Tensor, torch.Tensor] | None = None  # float32 (mean, 1/std)
+        self.register_load_state_dict_post_hook(lambda module, _: module._invalidate())
+
+    def _invalidate(self) -> None:
+        self._cache = None
 
     @torch.no_grad()
     def update(self, x: torch.Tensor) -> None:
@@ -42,9 +47,13 @@ class RunningNormalizer(nn.Module):
         self.mean.copy_(new_mean)
         self.var.copy_(m2 / total)
         self.count.copy_(total)
+        self._cache = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.enabled:
             return x
-        scale = torch.rsqrt(self.var + self.eps).to(x.dtype)
-        return ((x - self.mean.to(x.dtype)) * scale).clamp(-self.clip, self.clip)
+        if self._cache is None or self._cache[0].device != x.device:
+            self._cache = (self.mean.to(x.device, torch.float32),
+                           torch.rsqrt(self.var + self.eps).to(x.device, torch.float32))
+        mean, scale = self._cache
+        return ((x - mean) * scale).clamp(-self.clip, self.clip)

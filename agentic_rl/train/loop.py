@@ -47,8 +47,13 @@ def sample_batch(run: Run, batch_size: int) -> dict:
 
 
 def on_episode_end(run: Run, episode: FinishedEpisode) -> None:
-    """Rollout statistics, skill feedback and self-generated prototypes."""
+    """Normaliser statistics, rollout statistics, skill feedback, self-generated prototypes."""
     agent = run.config.agent
+    steps = run.replay.last_episode(episode.env_index)
+    run.algo.observe({  # every state of the episode, the final one included
+        "observation": torch.cat([steps["obs"], steps["next_obs"][-1:]]),
+        "achieved_goal": torch.cat([steps["achieved_goal"], steps["next_achieved_goal"][-1:]]),
+        "desired_goal": steps["desired_goal"]})
     run.episodes += 1
     run.recent_episodes = (run.recent_episodes + [{
         "return": episode.episode_return, "length": episode.length,
@@ -57,7 +62,7 @@ def on_episode_end(run: Run, episode: FinishedEpisode) -> None:
     run.skills.feedback(skill, episode.success)
     if episode.success and agent.self_prototypes and run.config.algorithm.name == "opd":
         buffer = run.prototypes[skill]
-        buffer.add_episode(episode.steps, "self", task_id=run.curriculum.task_id or skill,
+        buffer.add_episode(steps, "self", task_id=run.curriculum.task_id or skill,
                            episode_return=episode.episode_return)
         buffer.cap_source("self", agent.self_prototype_capacity)
     run.current_skills[episode.env_index] = run.skills.select(run.curriculum.task_id)
@@ -114,7 +119,6 @@ def train_loop(run: Run, logger: Logger, show_progress: bool = True) -> None:
                 unit = extras["unit_action"]
             transition, episode_end, finished = collector.step(env_action, unit)
             run.replay.add(transition, episode_end)
-            algo.observe(collector.obs)
             run.collector_goals = collector.obs["desired_goal"]
             for episode in finished:
                 on_episode_end(run, episode)

@@ -114,3 +114,12 @@ def test_sampling_before_any_finished_episode_says_what_to_do():
     buffer = ReplayBuffer(10, 1, SHAPES)
     with pytest.raises(RuntimeError, match="learning_starts"):
         buffer.sample(4, torch.Generator())
+
+
+def test_last_episode_returns_the_steps_just_finished_even_across_the_wrap():
+    buffer = ReplayBuffer(10, 1, SHAPES)
+    fill(buffer, [4])
+    assert buffer.last_episode(0)["next_achieved_goal"][:, 1].tolist() == [0, 1, 2, 3]
+    fill(buffer, [4, 8])  # the 8-step episode wraps around the end of the ring
+    steps = buffer.last_episode(0)["next_achieved_goal"][:, 1].tolist()
+    assert steps == list(range(8)) and buffer.num_sampleable() == 8

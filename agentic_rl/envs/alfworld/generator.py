@@ -63,9 +63,10 @@ NEEDED = {"pick_clean_then_place_in_recep": ("SinkBasin", CLEANABLE),
           "pick_cool_then_place_in_recep": ("Fridge", COOLABLE)}
 
 
-def _mangle(name: str, rng: random.Random, suffix: str = "") -> str:
-    coords = []
-    for _ in range(3):
+def _mangle(name: str, rng: random.Random, suffix: str = "", index: int = 0) -> str:
+    """An ALFRED-style id: ``Name|x|y|z[|suffix]`` mangled; ``index`` keeps ids unique."""
+    coords = [f"_plus_{index:02d}_dot_{rng.randint(0, 99):02d}"]
+    for _ in range(2):
         value = rng.uniform(-3, 3)
         sign = "_plus_" if value >= 0 else "_minus_"
         coords.append(f"{sign}{abs(value):05.2f}".replace(".", "_dot_"))
@@ -131,8 +132,8 @@ def sample_spec(task_type: str, room: str, rng: random.Random,
         receptacle_types += [rtype] * (rng.randint(1, 3) if rtype in {"Drawer", "Cabinet"} else 1)
     receptacle_types = receptacle_types[:max(max_receptacles, len(required))]
     game = GameSpec(task_type, room, target, parent, toggle)
-    game.receptacles = [_mangle("Sink", rng, "_bar_SinkBasin") if r == "SinkBasin"
-                        else _mangle(r, rng) for r in receptacle_types]
+    game.receptacles = [_mangle("Sink", rng, "_bar_SinkBasin", i) if r == "SinkBasin"
+                        else _mangle(r, rng, index=i) for i, r in enumerate(receptacle_types)]
     rtype_of = dict(zip(game.receptacles, receptacle_types))
     holders = [r for r in game.receptacles if rtype_of[r] != parent]
     wanted = [target] * (2 if task_type == "pick_two_obj_and_place" else 1)
@@ -195,7 +196,8 @@ def problem_text(spec: GameSpec, name: str, rng: random.Random) -> str:
     locations = {r: f"loc_bar_{i}_bar_{rng.randint(-9, 9)}_bar_{rng.randint(0, 3)}_bar_30"
                  for i, r in enumerate(spec.receptacles)}
     start = "loc_bar_99_bar_0_bar_0_bar_30"
-    objects = [(_mangle(otype, rng), otype, recep) for otype, recep in spec.objects]
+    objects = [(_mangle(otype, rng, index=i), otype, recep)
+               for i, (otype, recep) in enumerate(spec.objects)]
     otypes, rtype_set = sorted({o for _, o, _ in objects}), sorted(set(rtypes.values()))
     decl = ["agent1 - agent"] + [f"{t}Type - otype" for t in otypes]
     decl += [f"{t}Type - rtype" for t in rtype_set]

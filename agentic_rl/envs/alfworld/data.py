@@ -198,8 +198,9 @@ def prepare_trials(folder: Path, out_root: Path | None = None) -> list[Path]:
             continue
         target = out_root / trial.relative_to(folder)
         game_path = target / GAME_FILE
-        stamp = target / ".logic"
-        if not (game_path.exists() and stamp.exists() and stamp.read_text() == fingerprint):
+        stamp = target / ".logic"  # "<logic fingerprint> <solvable 0|1>" of the built game
+        state = stamp.read_text().split() if stamp.exists() else []
+        if not (game_path.exists() and len(state) == 2 and state[0] == fingerprint):
             target.mkdir(parents=True, exist_ok=True)
             traj_data = json.loads(traj_path.read_text())
             source_game = trial / GAME_FILE
@@ -211,8 +212,9 @@ def prepare_trials(folder: Path, out_root: Path | None = None) -> list[Path]:
             if target != trial:
                 (target / "traj_data.json").write_text(traj_path.read_text())
             game_path.write_text(json.dumps(game))
-            stamp.write_text(fingerprint)
-        if json.loads(game_path.read_text()).get("solvable", False):
+            state = [fingerprint, str(int(bool(game.get("solvable", False))))]
+            stamp.write_text(" ".join(state))
+        if state[1] == "1":
             games.append(game_path)
     return games
 

@@ -3,7 +3,8 @@
 * ``spec``: ``load_properties`` / ``load_region`` (YAML, validated) -> ``PropertySet``.
 * ``monitor``: ``SafetyMonitor.check(obs, action, episode_step)`` every step; ``metrics()``.
 * ``shield``: ``ContinuousShield.project(obs, action)``, ``DiscreteShield.mask_logits(...)``.
-* ``bounds``: ``interval_bounds`` / ``crown_bounds`` through ``normalised_policy(actor_net, ...)``.
+* ``bounds``: ``interval_bounds`` / ``crown_bounds`` through ``normalised_policy(actor_net, ...)``
+  or ``policy_from_tensors(checkpoint_tensors, ...)`` (the executed policy over raw inputs).
 * ``prove`` / ``closed_loop`` / ``runner``: ``verify_action_property``, ``verify_closed_loop``,
   ``verify_properties`` -> ``VerifyResult`` (proved / falsified / unknown, ``to_dict()``).
 * ``finite``: exhaustive checks of grid worlds (``gridworld_system``, ``verify_finite``).
@@ -11,21 +12,32 @@
 
 from agentic_rl.verify.bounds import crown_bounds, interval_bounds
 from agentic_rl.verify.closed_loop import verify_closed_loop
-from agentic_rl.verify.finite import gridworld_system, safe_action_mask, verify_finite
+from agentic_rl.verify.finite import (
+    grid_states_from_obs,
+    gridworld_system,
+    safe_action_mask,
+    verify_finite,
+)
 from agentic_rl.verify.layers import Affine, Clamp, normalised_policy
 from agentic_rl.verify.monitor import SafetyMonitor
+from agentic_rl.verify.policy import policy_from_tensors
 from agentic_rl.verify.prove import branch_and_bound, verify_action_property
 from agentic_rl.verify.result import VerifyResult
-from agentic_rl.verify.runner import verify_properties
+from agentic_rl.verify.runner import format_results, results_report, verify_properties
 from agentic_rl.verify.search import search_counterexample
 from agentic_rl.verify.shield import ContinuousShield, DiscreteShield
 from agentic_rl.verify.spec import PropertySet, Region, load_properties, load_region
-from agentic_rl.verify.step_model import AffineStepModel, fetch_reach_step_model
+from agentic_rl.verify.step_model import (
+    AffineStepModel,
+    declared_step_model,
+    fetch_reach_step_model,
+)
 
 __all__ = [
     "Affine", "AffineStepModel", "Clamp", "ContinuousShield", "DiscreteShield", "PropertySet",
     "Region", "SafetyMonitor", "VerifyResult", "branch_and_bound", "crown_bounds",
-    "fetch_reach_step_model", "gridworld_system", "interval_bounds", "load_properties",
-    "load_region", "normalised_policy", "safe_action_mask", "search_counterexample",
+    "declared_step_model", "fetch_reach_step_model", "format_results", "grid_states_from_obs",
+    "gridworld_system", "interval_bounds", "load_properties", "load_region", "normalised_policy",
+    "policy_from_tensors", "results_report", "safe_action_mask", "search_counterexample",
     "verify_action_property", "verify_closed_loop", "verify_finite", "verify_properties",
 ]

@@ -10,7 +10,7 @@ This is a proof by enumeration, not by bounds: it is exact for a deterministic e
 ``observe``, ``layout.free_cells()``) and takes the forbidden states from a property file's state
 properties evaluated on the flat observation ``[row, col, has_key]`` (coordinates in [-1, 1]).
 ``safe_action_mask`` is the matching one-step shield: it masks actions whose next state breaks a
-property.
+property (``grid_states_from_obs`` recovers the states from observations).
 """
 
 from __future__ import annotations
@@ -122,6 +122,17 @@ def verify_finite(system: FiniteSystem, policy: Policy, max_steps: int, shield: 
 def _reason_counts(reasons: np.ndarray) -> dict[str, int]:
     kinds = ["forbidden" if "forbidden" in r else "goal not reached" for r in reasons]
     return {k: kinds.count(k) for k in sorted(set(kinds))}
+
+
+def grid_states_from_obs(core: Any, observation: np.ndarray) -> States:
+    """Integer states ``[N, 3]`` (row, col, has_key) from grid observations ``[N, 3]``.
+
+    Inverts ``GridCore.to_coords``, so a loop that only sees observations can call
+    ``safe_action_mask`` (e.g. to mask a PPO policy's logits before sampling).
+    """
+    observation = np.atleast_2d(np.asarray(observation, dtype=float))
+    cells = np.rint((observation[:, :2] + 1.0) / core.scale + 1.0).astype(np.int64)
+    return np.concatenate([cells, np.rint(observation[:, 2:3]).astype(np.int64)], axis=1)
 
 
 def gridworld_system(core: Any, properties: PropertySet, goals: np.ndarray | None = None

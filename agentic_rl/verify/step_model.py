@@ -90,3 +90,14 @@ def fetch_reach_step_model(
     action_matrix = np.zeros((3, action_dim))
     action_matrix[indices, indices] = scale
     return AffineStepModel(indices, state_matrix, action_matrix, np.zeros(3))
+
+
+def declared_step_model(env_id: str, state_dim: int, action_dim: int) -> AffineStepModel | None:
+    """The one-step model an environment declares, or None (the shield then only clips).
+
+    Every gymnasium-robotics Fetch task (``Fetch*``) uses the same mocap position control, so
+    they share ``fetch_reach_step_model``; other environments declare none.
+    """
+    if env_id.startswith("Fetch"):
+        return fetch_reach_step_model(state_dim, action_dim)
+    return None

@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from agentic_rl.envs.gridworld import DELTAS, GridCore, resolve_layout
-from agentic_rl.verify.finite import gridworld_system, safe_action_mask, verify_finite
+from agentic_rl.verify.finite import (
+    grid_states_from_obs,
+    gridworld_system,
+    safe_action_mask,
+    verify_finite,
+)
 from agentic_rl.verify.spec import PropertySet
 
 # open 5x5 room (cells 1..5); the centre cell (3, 3) has coordinates (0, 0) and is forbidden
@@ -71,3 +76,13 @@ def test_goal_budget_failure_is_reported():
                            shield=True)
     assert result.status == "falsified"
     assert "does not reach the goal within 2 steps" in result.details["reason"]
+
+
+def test_states_recovered_from_observations_drive_the_mask():
+    core = GridCore(resolve_layout("keydoor", 0))
+    cells = core.layout.free_cells()[:5]
+    has_key = np.array([0, 1, 0, 1, 1], bool)
+    obs = core.observe(cells, has_key, cells)["observation"]
+    states = grid_states_from_obs(core, obs)
+    assert states[:, :2].tolist() == cells.tolist()
+    assert states[:, 2].tolist() == has_key.astype(int).tolist()

@@ -10,7 +10,11 @@ from hypothesis import strategies as st
 
 from agentic_rl.verify.shield import ContinuousShield, DiscreteShield
 from agentic_rl.verify.spec import PropertySet
-from agentic_rl.verify.step_model import AffineStepModel, fetch_reach_step_model
+from agentic_rl.verify.step_model import (
+    AffineStepModel,
+    declared_step_model,
+    fetch_reach_step_model,
+)
 
 
 def props(*entries) -> PropertySet:
@@ -142,3 +146,11 @@ def test_projection_is_feasible_and_no_farther_than_any_sampled_safe_action(seed
     if feasible.any():
         best = np.linalg.norm(candidates[feasible] - proposed, axis=1).min()
         assert np.linalg.norm(safe - proposed) <= best + 1e-6
+
+
+def test_declared_step_models():
+    model = declared_step_model("FetchReach-v4", 10, 4)
+    state, action = np.zeros((1, 10)), np.array([[1.0, -1.0, 0.5, 1.0]])
+    state[0, :3] = [1.3, 0.7, 0.5]
+    np.testing.assert_allclose(model.step(state, action)[0, :3], [1.35, 0.65, 0.525])
+    assert declared_step_model("PointMaze_UMaze-v3", 4, 2) is None

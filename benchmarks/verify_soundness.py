@@ -14,7 +14,8 @@ Usage::
   ``false_counterexamples``: ``falsified`` with a point that does not violate. Both must be 0.
 * ``tightness_ratio_crown_vs_interval``: mean width of IBP bounds / mean width of CROWN bounds of
   the deterministic ``TanhGaussianActor(13, 4, [256, 256])`` with the normaliser layers in front,
-  over +-0.01 boxes of raw inputs around 20 states.
+  over boxes of half-width ``--radius`` (default 0.01) around 20 states, in raw input units or,
+  with ``--radius-units std``, in units of each input's normaliser standard deviation.
 * ``max_verify_seconds``: the slowest proof/falsification of an action-bound property
   ``|a - a(centre)| <= delta`` over those boxes (delta spread so that some are proved and some
   falsified; each query has a 1 s budget). Queries that end ``unknown`` at the budget are counted
@@ -111,13 +112,15 @@ def normaliser_stats(policy: nn.Sequential) -> tuple[torch.Tensor, torch.Tensor]
     return -shift / scale, 1.0 / scale
 
 
-def actor_checks(policy: nn.Sequential, seed: int) -> dict:
-    """Tightness ratio and slowest action-bound verification on +-0.01 boxes of raw inputs."""
+def actor_checks(policy: nn.Sequential, seed: int, radius: float = 0.01,
+                 units: str = "raw") -> dict:
+    """Tightness ratio and slowest action-bound verification on small boxes of raw inputs."""
     mean, std = normaliser_stats(policy)
     gen = torch.Generator().manual_seed(seed)
     z = torch.randn(20, mean.numel(), generator=gen, dtype=torch.float64).clamp(-2, 2)
     centres = mean + std * z
-    low, high = centres - 0.01, centres + 0.01
+    half_width = radius * (std if units == "std" else torch.ones_like(std))
+    low, high = centres - half_width, centres + half_width
     ibp_lo, ibp_hi = interval_bounds(policy, low, high)
     crown_lo, crown_hi = crown_bounds(policy, low, high)
     ratio = float((ibp_hi - ibp_lo).mean() / (crown_hi - crown_lo).mean())
@@ -150,6 +153,9 @@ def main() -> None:
     parser.add_argument("--activation", default="relu", choices=["relu", "tanh"])
     parser.add_argument("--nets", type=int, default=200, help="random networks for soundness")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--radius", type=float, default=0.01, help="box half-width")
+    parser.add_argument("--radius-units", choices=["raw", "std"], default="raw",
+                        help="raw input units, or normaliser standard deviations")
     args = parser.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
@@ -162,7 +168,8 @@ def main() -> None:
         net = TanhGaussianActor(13, 4, [256, 256]).deterministic_net()
         policy = normalised_policy(net, torch.zeros(13), torch.ones(13))
         results["actor"] = "random init TanhGaussianActor(13, 4, [256, 256]), identity normaliser"
-    results.update(actor_checks(policy, args.seed))
+    results.update(actor_checks(policy, args.seed, args.radius, args.radius_units))
+    results["box"] = f"+-{args.radius} ({args.radius_units} units)"
     results["total_seconds"] = time.perf_counter() - start
     args.json.write_text(json.dumps(results, indent=2))
     width = max(len(k) for k in results)

@@ -144,3 +144,20 @@ def test_crown_much_tighter_than_ibp_on_actor_small_box():
     ibp_lo, ibp_hi = interval_bounds(policy, state - 0.01, state + 0.01)
     crown_lo, crown_hi = crown_bounds(policy, state - 0.01, state + 0.01)
     assert ((ibp_hi - ibp_lo).mean() / (crown_hi - crown_lo).mean()) > 3.0
+
+
+def test_unusual_layer_orders_stay_sound():
+    torch.manual_seed(7)
+    net = nn.Sequential(
+        nn.ReLU(), nn.Linear(3, 5, bias=False), nn.Linear(5, 4), nn.Tanh(), nn.LayerNorm(4),
+        nn.Identity(), nn.Sequential(nn.Linear(4, 4), Clamp(torch.tensor([-0.2, -1.0, 0.0, -5.0]),
+                                                           torch.tensor([0.3, 1.0, 0.1, 5.0]))),
+        nn.Linear(4, 2), nn.ReLU(), nn.Linear(2, 2),
+    ).double()
+    low = torch.tensor([-1.0, -0.5, 0.2], dtype=torch.float64)
+    high = torch.tensor([1.0, 0.5, 0.9], dtype=torch.float64)
+    samples = low + (high - low) * torch.rand(10_000, 3, dtype=torch.float64)
+    with torch.no_grad():
+        outputs = net(samples)
+    for lo, hi in (interval_bounds(net, low, high), crown_bounds(net, low, high)):
+        assert (outputs >= lo - 1e-9).all() and (outputs <= hi + 1e-9).all()

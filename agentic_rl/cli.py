@@ -50,6 +50,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
     from agentic_rl.envs.make import make_env
     from agentic_rl.train.checkpoint import latest_checkpoint
     from agentic_rl.train.evaluate import evaluate
+    from agentic_rl.train.safety import build_safety
     from agentic_rl.train.setup import build_algo, spaces_of
     from agentic_rl.train.state import load_policy_into
 
@@ -59,11 +60,17 @@ def cmd_eval(args: argparse.Namespace) -> None:
         raise FileNotFoundError(f"{config_path} not found; pass a run folder written by "
                                 "`agentic-rl train`")
     config = validate_config(yaml.safe_load(config_path.read_text()))
-    env = make_env(config.environment.name, config.environment.kwargs)
+    env = make_env(config.environment.name, config.environment.kwargs,
+                   config.environment.goal_region)
     algo = build_algo(config, spaces_of(env))
     load_policy_into(algo, latest_checkpoint(run_dir))
-    result = evaluate(algo, env, args.episodes, args.seed)
+    safety = build_safety(config, env)
+    shield = safety.eval_shield if safety and not args.no_shield else None
+    result = evaluate(algo, env, args.episodes, args.seed, shield=shield,
+                      monitor=safety.eval_monitor if safety else None)
     report = {"run": str(run_dir), "env": config.environment.name, **result.to_dict()}
+    if safety is not None:
+        report["safety"] = {"shield": shield is not None, **safety.eval_monitor.summary()}
     print(json.dumps(report, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
@@ -108,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation.add_argument("--episodes", type=int, default=100)
     evaluation.add_argument("--seed", type=int, default=12345)
     evaluation.add_argument("--json", help="also write the result to this file")
+    evaluation.add_argument("--no-shield", action="store_true",
+                            help="evaluate without the shield even if the config enables it")
     evaluation.set_defaults(func=cmd_eval)
 
     demos = sub.add_parser("demos", help="record scripted-expert demonstrations")

@@ -66,6 +66,14 @@ class CurriculumConfig(Section):
     success_threshold: float = Field(0.9, ge=0, le=1)
 
 
+class GoalRegionConfig(Section):
+    """Goals are redrawn at reset until inside ``[low, high]`` and outside ``exclude`` boxes."""
+
+    low: list[float] | None = None
+    high: list[float] | None = None
+    exclude: list[tuple[list[float], list[float]]] = Field(default_factory=list)
+
+
 class EnvironmentConfig(Section):
     """Which env to build and how observations are normalised."""
 
@@ -76,6 +84,7 @@ class EnvironmentConfig(Section):
     normalize_goal: bool = True
     clip_obs: float = Field(5.0, gt=0)
     curriculum: CurriculumConfig | None = None
+    goal_region: GoalRegionConfig | None = None
 
 
 class TrainingConfig(Section):
@@ -108,6 +117,16 @@ class TrainingConfig(Section):
         return value
 
 
+class VerificationConfig(Section):
+    """Run-time safety (SPEC V2, V3): a property file, monitored on every step and optionally
+    enforced by a shield in training and/or evaluation."""
+
+    property_file: str | None = None
+    shield_train: bool = False
+    shield_eval: bool = False
+    shield_margin: float = Field(0.0, ge=0)
+
+
 ALGORITHM_CONFIGS: dict[str, type[BaseModel]] = {
     cls.model_fields["name"].default: cls for cls in (SACConfig, OPDConfig)}
 AlgorithmConfig = Annotated[Union[tuple(ALGORITHM_CONFIGS.values())],  # noqa: UP007
@@ -121,6 +140,7 @@ class ExperimentConfig(Section):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
     training: TrainingConfig = Field(default_factory=TrainingConfig)
+    verification: VerificationConfig = Field(default_factory=VerificationConfig)
 
 
 class ConfigError(ValueError):

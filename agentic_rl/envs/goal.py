@@ -82,3 +82,39 @@ class FlatToGoalObservation(gym.ObservationWrapper):
     def observation(self, observation: np.ndarray) -> dict[str, np.ndarray]:
         empty = np.zeros(0, dtype=np.float32)
         return {"observation": observation, "achieved_goal": empty, "desired_goal": empty}
+
+
+class GoalRegion(gym.Wrapper):
+    """Resample a robotics env's goal at reset until it lies in ``[low, high]`` and outside
+    every box in ``exclude`` (e.g. goals only where a safety property allows them).
+
+    Uses gymnasium-robotics' ``_sample_goal`` / ``_get_obs``; draws come from the env's own
+    seeded generator, so seeded resets stay reproducible.
+    """
+
+    def __init__(self, env: gym.Env, low=None, high=None, exclude=(), max_draws: int = 1000):
+        super().__init__(env)
+        base = env.unwrapped
+        if not (hasattr(base, "_sample_goal") and hasattr(base, "_get_obs")):
+            raise ValueError(f"environment.goal_region needs a gymnasium-robotics env; "
+                             f"{type(base).__name__} has no _sample_goal/_get_obs")
+        self.low = None if low is None else np.asarray(low, dtype=np.float64)
+        self.high = None if high is None else np.asarray(high, dtype=np.float64)
+        self.exclude = [(np.asarray(lo, np.float64), np.asarray(hi, np.float64))
+                        for lo, hi in exclude]
+        self.max_draws = max_draws
+
+    def allowed(self, goal: np.ndarray) -> bool:
+        inside = ((self.low is None or (goal >= self.low).all())
+                  and (self.high is None or (goal <= self.high).all()))
+        return inside and not any(((goal >= lo) & (goal <= hi)).all() for lo, hi in self.exclude)
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        base = self.env.unwrapped
+        for _ in range(self.max_draws):
+            if self.allowed(base.goal):
+                return base._get_obs(), info
+            base.goal = base._sample_goal()
+        raise RuntimeError(f"no goal inside environment.goal_region after {self.max_draws} "
+                           "draws; widen the region")

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import gymnasium as gym
 
-from agentic_rl.envs.goal import FlatToGoalObservation, is_goal_env
+from agentic_rl.envs.goal import FlatToGoalObservation, GoalRegion, is_goal_env
 
 # Modules that register envs of this project (each exposes register_envs()); optional ones are
 # skipped when their extra dependencies are missing.
@@ -43,8 +43,9 @@ def register_all() -> None:
     _registered = True
 
 
-def make_env(name: str, kwargs: dict[str, Any] | None = None) -> gym.Env:
-    """``gym.make`` with a clear error for unknown ids; plain Box envs get empty goals."""
+def make_env(name: str, kwargs: dict[str, Any] | None = None, goal_region=None) -> gym.Env:
+    """``gym.make`` with a clear error for unknown ids; plain Box envs get empty goals;
+    ``goal_region`` (a ``config.GoalRegionConfig``) restricts where goals are sampled."""
     register_all()
     if name not in gym.registry:
         close = difflib.get_close_matches(name, list(gym.registry), n=3, cutoff=0.6)
@@ -60,18 +61,22 @@ def make_env(name: str, kwargs: dict[str, Any] | None = None) -> gym.Env:
             raise EnvError(f"{name} has observation space {env.observation_space}; the "
                            "off-policy learners need a Box or a goal Dict space")
         env = FlatToGoalObservation(env)
+    if goal_region is not None:
+        env = GoalRegion(env, goal_region.low, goal_region.high, goal_region.exclude)
     return env
 
 
-def env_factory(name: str, kwargs: dict[str, Any] | None = None) -> Callable[[], gym.Env]:
+def env_factory(name: str, kwargs: dict[str, Any] | None = None,
+                goal_region=None) -> Callable[[], gym.Env]:
     """A picklable-by-closure thunk for vector envs."""
-    return lambda: make_env(name, kwargs)
+    return lambda: make_env(name, kwargs, goal_region)
 
 
-def make_vec_env(name: str, num_envs: int, kwargs: dict[str, Any] | None = None):
+def make_vec_env(name: str, num_envs: int, kwargs: dict[str, Any] | None = None,
+                 goal_region=None):
     """A synchronous vector env without autoreset: the collector resets envs itself, with seeds
     drawn from the run's generator, so a resumed run replays the same episodes."""
     from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
-    return SyncVectorEnv([env_factory(name, kwargs) for _ in range(num_envs)],
+    return SyncVectorEnv([env_factory(name, kwargs, goal_region) for _ in range(num_envs)],
                          autoreset_mode=AutoresetMode.DISABLED)

@@ -26,13 +26,13 @@ class DemoError(ValueError):
 
 def record_demos(env_id: str, episodes: int, seed: int = 0, env_kwargs: dict | None = None,
                  expert_kwargs: dict | None = None, successful_only: bool = True,
-                 max_attempts_factor: int = 3) -> dict[str, np.ndarray]:
+                 max_attempts_factor: int = 3, goal_region=None) -> dict[str, np.ndarray]:
     """Run the scripted expert until ``episodes`` episodes are recorded.
 
     With ``successful_only`` failed expert episodes are discarded (at most
     ``max_attempts_factor * episodes`` attempts). Episode ``k`` is reset with seed ``seed + k``.
     """
-    env = make_env(env_id, env_kwargs)
+    env = make_env(env_id, env_kwargs, goal_region)
     expert = expert_for(env_id, **(expert_kwargs or {}))
     steps: dict[str, list[np.ndarray]] = {k: [] for k in STEP_FIELDS}
     kept, attempts, lengths, returns, successes = 0, 0, [], [], []

@@ -31,8 +31,8 @@ class EvalResult:
                 "mean_length": self.mean_length, "episodes": len(self.successes)}
 
 
-def evaluate(algo, env: gym.Env, episodes: int, seed: int,
-             keep_episodes: bool = False) -> EvalResult:
+def evaluate(algo, env: gym.Env, episodes: int, seed: int, keep_episodes: bool = False,
+             shield=None, monitor=None) -> EvalResult:
     """Run ``episodes`` deterministic episodes with seeds ``seed + EVAL_SEED_OFFSET + k``.
 
     Args:
@@ -40,6 +40,8 @@ def evaluate(algo, env: gym.Env, episodes: int, seed: int,
         env: a single (non-vector) goal env.
         keep_episodes: return the steps of successful episodes (``obs``, ``desired_goal``,
             ``achieved_goal``, ``action`` in the learner's units), e.g. for prototypes.
+        shield: optional ``verify.shield.ContinuousShield`` applied to every action.
+        monitor: optional ``verify.monitor.SafetyMonitor`` that checks every step.
     """
     successes, returns, lengths, kept = [], [], [], []
     for index in range(episodes):
@@ -49,12 +51,19 @@ def evaluate(algo, env: gym.Env, episodes: int, seed: int,
         while not done:
             obs_t = {k: v.unsqueeze(0) for k, v in to_tensors(obs).items()}
             action, state, extras = algo.act(obs_t, state, deterministic=True)
+            if shield is not None:
+                action = torch.as_tensor(shield.project(obs_t["observation"].numpy(),
+                                                        action.numpy()), dtype=action.dtype)
+                extras = {"unit_action": algo.env_to_unit(action)}
             if keep_episodes:
                 stored = extras.get("unit_action", action)[0]
                 trace.append({"obs": obs_t["observation"][0], "action": stored,
                               "desired_goal": obs_t["desired_goal"][0],
                               "achieved_goal": obs_t["achieved_goal"][0]})
             obs, reward, terminated, truncated, info = env.step(action[0].numpy())
+            if monitor is not None:
+                monitor.check(np.asarray(obs["observation"])[None], action.numpy(),
+                              np.array([length]))
             total, length, done = total + float(reward), length + 1, terminated or truncated
         success = bool(info.get("is_success", False))
         successes.append(success)

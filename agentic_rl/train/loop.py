@@ -72,8 +72,11 @@ def run_evaluation(run: Run, logger: Logger) -> float:
     """Evaluate, log, and advance the curriculum (keeping the finished stage's successes as
     prototypes of source ``curriculum``)."""
     training = run.config.training
+    safety = run.safety
     result = evaluate(run.algo, run.eval_env, training.num_eval_episodes, training.seed,
-                      keep_episodes=run.curriculum.active)
+                      keep_episodes=run.curriculum.active,
+                      shield=safety.eval_shield if safety else None,
+                      monitor=safety.eval_monitor if safety else None)
     metrics = result.metrics()
     run.eval_history.append({"step": run.step, **result.to_dict()})
     if run.curriculum.active:
@@ -117,7 +120,15 @@ def train_loop(run: Run, logger: Logger, show_progress: bool = True) -> None:
             else:
                 env_action, _, extras = algo.act(collector.obs, None, deterministic=False)
                 unit = extras["unit_action"]
+            if run.safety is not None and run.safety.train_shield is not None:
+                env_action = run.safety.shielded(run.safety.train_shield, collector.obs,
+                                                 env_action)
+                unit = algo.env_to_unit(env_action)  # learn from the executed action
+            episode_step = collector.steps_in_episode.copy()
             transition, episode_end, finished = collector.step(env_action, unit)
+            if run.safety is not None:
+                run.safety.monitor.check(transition["next_obs"].numpy(), env_action.numpy(),
+                                         episode_step)
             run.replay.add(transition, episode_end)
             run.collector_goals = collector.obs["desired_goal"]
             for episode in finished:
@@ -154,6 +165,7 @@ def log_training(run: Run, logger: Logger, sums: dict[str, float], count: int,
     fps = (run.step - clock[1]) / max(now - clock[0], 1e-9)
     logger.log(run.step, {**{k: v / max(count, 1) for k, v in sums.items()},
                           **rollout_metrics(run), **run.skills.metrics(),
+                          **(run.safety.metrics() if run.safety else {}),
                           "time/fps": fps, "time/episodes": float(run.episodes)})
     return now, run.step
 

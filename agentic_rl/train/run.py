@@ -84,8 +84,12 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
     logger = Logger(run_dir, purge_step=run.step if resume else None)
     try:
         train_loop(run, logger, show_progress)
-        training = config.training
-        result = evaluate(run.algo, run.eval_env, training.num_eval_episodes, training.seed)
+        training, safety = config.training, run.safety
+        if safety is not None:
+            safety.eval_monitor.reset()  # summary.json reports the final evaluation alone
+        result = evaluate(run.algo, run.eval_env, training.num_eval_episodes, training.seed,
+                          shield=safety.eval_shield if safety else None,
+                          monitor=safety.eval_monitor if safety else None)
         logger.log(run.step, {f"final/{k}": v for k, v in result.metrics("eval").items()})
     finally:
         logger.close()
@@ -94,6 +98,8 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
                "wall_seconds": round(run.wall_seconds, 2), "seed": config.training.seed,
                "env": config.environment.name, "algorithm": config.algorithm.name,
                "eval_history": run.eval_history}
+    if run.safety is not None:
+        summary["safety"] = run.safety.summary()
     temporary = run_dir / "summary.json.tmp"
     temporary.write_text(json.dumps(summary, indent=2))
     os.replace(temporary, run_dir / "summary.json")

@@ -19,6 +19,7 @@ from agentic_rl.envs.goal import GoalFunctions, goal_functions
 from agentic_rl.envs.make import make_env, make_vec_env
 from agentic_rl.experts import has_expert
 from agentic_rl.experts.demos import load_demos, record_demos, save_demos, split_episodes
+from agentic_rl.train.safety import Safety, build_safety
 
 DEFAULT_SKILL = "default"
 
@@ -49,6 +50,7 @@ class Run:
     collector_goals: torch.Tensor | None = None  # current episodes' goals (goal-nearest sampling)
     checkpoint_pending_since: int | None = None
     resume_reset_seeds: np.ndarray | None = None
+    safety: Safety | None = None
 
 
 def resolve_device(name: str) -> str:
@@ -81,8 +83,8 @@ def build_run(config: ExperimentConfig, run_dir: Path) -> Run:
     training, env_cfg = config.training, config.environment
     torch.set_num_threads(training.torch_threads)
     torch.manual_seed(training.seed)
-    envs = make_vec_env(env_cfg.name, env_cfg.num_envs, env_cfg.kwargs)
-    eval_env = make_env(env_cfg.name, env_cfg.kwargs)
+    envs = make_vec_env(env_cfg.name, env_cfg.num_envs, env_cfg.kwargs, env_cfg.goal_region)
+    eval_env = make_env(env_cfg.name, env_cfg.kwargs, env_cfg.goal_region)
     spaces = spaces_of(eval_env)
     algo = build_algo(config, spaces)
     horizon = eval_env.spec.max_episode_steps if eval_env.spec else None
@@ -100,6 +102,7 @@ def build_run(config: ExperimentConfig, run_dir: Path) -> Run:
               prototypes, skills, curriculum, np.random.default_rng(training.seed),
               torch.Generator().manual_seed(training.seed))
     run.current_skills = [skills.select(curriculum.task_id) for _ in range(env_cfg.num_envs)]
+    run.safety = build_safety(config, eval_env)
     if config.algorithm.name == "opd" or config.agent.prototype_data_path:
         load_prototypes(run, spaces)
     return run
@@ -132,7 +135,8 @@ def load_prototypes(run: Run, spaces: dict[str, Any]) -> None:
             arrays = record_demos(config.environment.name, config.agent.prototype_episodes,
                                   seed=config.training.seed + 10_000_000,
                                   env_kwargs=config.environment.kwargs,
-                                  expert_kwargs=skill.expert_kwargs if skill else None)
+                                  expert_kwargs=skill.expert_kwargs if skill else None,
+                                  goal_region=config.environment.goal_region)
             save_demos(arrays, path)
         arrays = load_demos(path, config.environment.name)
         for episode in split_episodes(arrays):

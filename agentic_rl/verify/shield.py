@@ -4,13 +4,11 @@
 proposed one whose *predicted* next state (through the environment's affine one-step model)
 satisfies every state invariant of the property set, within the declared action bounds:
 
-* Each invariant becomes linear constraints ``G a <= h(obs)`` in action space.
-* Rows touching a single action entry (boxes under FetchReach's diagonal model) tighten the
-  action box: the projection is then exactly a clip (closed form).
-* Other rows (general half-spaces) are handled by Dykstra's alternating projections between the
-  box and each half-space, which converges to the exact Euclidean projection onto their
-  intersection; it stops when a sweep no longer moves the point or after ``iterations`` sweeps
-  (the residual is then checked, see ``infeasible``).
+* Each invariant becomes linear constraints ``G a <= h(obs)`` in action space, projected onto
+  exactly by ``projection.project``: rows touching a single action entry (boxes under
+  FetchReach's diagonal model) tighten the action box, so the projection is a clip (closed
+  form); general half-spaces are solved exactly by active-set enumeration (KKT), or by
+  Dykstra's alternating projections for large constraint sets.
 * A forbidden box is non-convex; its complement is the union of 2 * dim "outside this face"
   half-spaces. Envs whose convex projection enters one try every face (every combination for
   several boxes) and keep the closest feasible action.
@@ -30,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from agentic_rl.verify.projection import project
 from agentic_rl.verify.spec import (
     ActionBox, ForbiddenActions, ForbiddenBox, ForbiddenCommands, PropertySet, StateBox,
     StateHalfspace,
@@ -48,8 +47,8 @@ class ContinuousShield:
         action_low, action_high: extra action bounds ``[m]`` (intersected with action boxes).
         margin: shrink boxes / half-spaces (grow forbidden boxes) by this much, to absorb the
             model's error.
-        iterations: most Dykstra sweeps for general half-spaces (stops early once converged;
-            thin feasible sets can need thousands).
+        iterations: most Dykstra sweeps, used only for large sets of general half-spaces (stops
+            early once converged; thin feasible sets can need thousands).
     """
 
     def __init__(self, properties: PropertySet, model: AffineStepModel | None = None,
@@ -104,7 +103,7 @@ class ContinuousShield:
     def _project_state(self, obs: np.ndarray, proposed: np.ndarray, low: np.ndarray,
                        high: np.ndarray) -> np.ndarray:
         base = self._stack(self.rows, obs, proposed.shape[1])
-        safe, ok = _project_convex(proposed, *base, low, high, self.iterations)
+        safe, ok = project(proposed, *base, low, high, self.iterations)
         if self.forbidden:
             inside = ~_satisfies_any_face(self.forbidden, obs, safe)
             best = safe[inside].copy()
@@ -112,7 +111,7 @@ class ContinuousShield:
             ok_best = np.zeros(inside.sum(), bool)
             for combo in itertools.product(*self.forbidden):
                 g, h = self._stack(self.rows + list(combo), obs[inside], proposed.shape[1])
-                cand, cand_ok = _project_convex(proposed[inside], g, h, low, high, self.iterations)
+                cand, cand_ok = project(proposed[inside], g, h, low, high, self.iterations)
                 dist = np.linalg.norm(cand - proposed[inside], axis=1)
                 take = (cand_ok & ~ok_best) | ((cand_ok == ok_best) & (dist < best_dist))
                 best[take], best_dist[take], ok_best[take] = cand[take], dist[take], cand_ok[take]
@@ -177,58 +176,6 @@ def _satisfies_any_face(forbidden, obs: np.ndarray, action: np.ndarray) -> np.nd
         holds = [obs @ s + action @ a <= r + 1e-9 for s, a, r in faces]
         ok &= np.any(holds, axis=0)
     return ok
-
-
-def _project_convex(proposed: np.ndarray, g: np.ndarray, h: np.ndarray, low: np.ndarray,
-                    high: np.ndarray, iterations: int) -> tuple[np.ndarray, np.ndarray]:
-    """Project ``proposed [N, m]`` onto ``{a : g a <= h, low <= a <= high}``.
-
-    Returns the projection ``[N, m]`` and ``[N]`` whether every row holds (tolerance 1e-7).
-    """
-    nonzero = np.abs(g) > 0
-    axis_rows = nonzero.sum(1) == 1
-    general = nonzero.sum(1) > 1
-    lo_env = np.broadcast_to(low, proposed.shape).copy()
-    hi_env = np.broadcast_to(high, proposed.shape).copy()
-    s_lo, s_hi = np.full_like(lo_env, -np.inf), np.full_like(hi_env, np.inf)
-    for k in np.flatnonzero(axis_rows):
-        col = int(np.flatnonzero(nonzero[k])[0])
-        limit = h[:, k] / g[k, col]
-        if g[k, col] > 0:
-            s_hi[:, col] = np.minimum(s_hi[:, col], limit)
-        else:
-            s_lo[:, col] = np.maximum(s_lo[:, col], limit)
-    lo_env, hi_env = (np.clip(np.maximum(lo_env, s_lo), lo_env, hi_env),
-                      np.clip(np.minimum(hi_env, s_hi), lo_env, hi_env))
-    clash = lo_env > hi_env
-    lo_env[clash] = hi_env[clash] = (lo_env[clash] + hi_env[clash]) / 2
-    x = np.clip(proposed, lo_env, hi_env)
-    if general.any():
-        x = _dykstra(proposed, g[general], h[:, general], lo_env, hi_env, iterations)
-    residual = x @ g.T - h if g.size else np.zeros((x.shape[0], 0))
-    return x, (residual <= 1e-7).all(axis=1)
-
-
-def _dykstra(start: np.ndarray, g: np.ndarray, h: np.ndarray, low: np.ndarray,
-             high: np.ndarray, iterations: int) -> np.ndarray:
-    """Dykstra's projection onto a box ``[N, m]`` and half-spaces ``g [K, m] . a <= h [N, K]``."""
-    x = start.copy()
-    corrections = [np.zeros_like(x) for _ in range(g.shape[0] + 1)]
-    norms = (g**2).sum(1)
-    for sweep in range(iterations):
-        if sweep % 20 == 0:
-            previous = x.copy()
-        y = np.clip(x + corrections[0], low, high)
-        corrections[0], x = x + corrections[0] - y, y
-        for k in range(g.shape[0]):
-            z = x + corrections[k + 1]
-            excess = np.maximum(z @ g[k] - h[:, k], 0.0) / norms[k]
-            y = z - excess[:, None] * g[k]
-            corrections[k + 1], x = z - y, y
-        if sweep % 20 == 19 and np.abs(x - previous).max() < 1e-13 and (
-                x @ g.T - h <= 1e-10).all():
-            break  # converged: a further sweep no longer moves the point
-    return np.clip(x, low, high)
 
 
 class DiscreteShield:

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from agentic_rl.verify.bounds import crown_linear_bounds
+from agentic_rl.verify.layers import layers_of
 from agentic_rl.verify.prove import _net_dtype, _split_widest
 from agentic_rl.verify.result import VerifyResult
 from agentic_rl.verify.spec import ForbiddenBox, StateBox, StateHalfspace
@@ -132,6 +133,11 @@ def verify_closed_loop(
     if low.shape != (model.state_dim,) or high.shape != low.shape:
         raise ValueError(f"initial box must be [{model.state_dim}] (the model's state), "
                          f"got {tuple(low.shape)} and {tuple(high.shape)}")
+    first = next((layer for layer in layers_of(net) if isinstance(layer, nn.Linear)), None)
+    if first is not None and first.in_features != model.state_dim:
+        raise ValueError(f"the policy takes {first.in_features} inputs but the step model's state "
+                         f"has {model.state_dim}; build the model over the policy input (e.g. "
+                         f"fetch_reach_step_model(state_dim={first.in_features}))")
     noise = torch.rand((samples, low.numel()), generator=generator, dtype=torch.float64)
     starts = torch.cat([((low + high) / 2)[None], low + (high - low) * noise]).numpy()
     found = _rollouts(net, model, starts, horizon, point_violates)

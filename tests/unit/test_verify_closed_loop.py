@@ -91,3 +91,11 @@ def test_initial_box_is_split_when_one_box_is_too_coarse():
     result = verify_closed_loop(net, model, low, high, (inv_lo, inv_hi), horizon=1)
     assert result.status == "proved"
     assert result.details["boxes"] > 1
+
+
+def test_model_and_policy_sizes_must_agree():
+    import pytest
+
+    with pytest.raises(ValueError, match="policy takes 13 inputs but the step model's state has 10"):
+        verify_closed_loop(fetch_policy(), fetch_reach_step_model(10, 4), np.zeros(10),
+                           np.zeros(10), (np.full(10, -1.0), np.full(10, 1.0)), horizon=2)

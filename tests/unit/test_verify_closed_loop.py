@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -94,8 +95,6 @@ def test_initial_box_is_split_when_one_box_is_too_coarse():
 
 
 def test_model_and_policy_sizes_must_agree():
-    import pytest
-
     with pytest.raises(ValueError, match="policy takes 13 inputs but the step model's state has 10"):
         verify_closed_loop(fetch_policy(), fetch_reach_step_model(10, 4), np.zeros(10),
                            np.zeros(10), (np.full(10, -1.0), np.full(10, 1.0)), horizon=2)

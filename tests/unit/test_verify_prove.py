@@ -12,9 +12,10 @@ from torch import nn
 
 from agentic_rl.nets.actors import TanhGaussianActor
 from agentic_rl.verify.bounds import crown_bounds, interval_bounds, normalised_policy
+from agentic_rl.verify.layers import Clamp
 from agentic_rl.verify.closed_loop import verify_closed_loop
 from agentic_rl.verify.prove import branch_and_bound, verify_action_property
-from agentic_rl.verify.runner import verify_properties
+from agentic_rl.verify.runner import format_results, results_report, verify_properties
 from agentic_rl.verify.search import search_counterexample
 from agentic_rl.verify.spec import PropertySet
 from agentic_rl.verify.step_model import AffineStepModel, fetch_reach_step_model
@@ -164,8 +165,6 @@ def test_verify_properties_on_fetch_actor():
 
 
 def test_report_and_table_name_every_property():
-    from agentic_rl.verify.runner import format_results, results_report
-
     net = abs_dip_net()
     props = PropertySet.model_validate({"properties": [
         {"name": "low_out", "kind": "action_box", "low": [-1.0], "high": [0.45]},
@@ -181,8 +180,6 @@ def test_report_and_table_name_every_property():
 
 
 def test_output_exactly_at_the_bound_is_neither_proved_nor_falsified():
-    from agentic_rl.verify.layers import Clamp
-
     net = nn.Sequential(nn.Linear(1, 1), Clamp(-0.5, 0.7)).double()
     with torch.no_grad():
         net[0].weight.fill_(1.0)

@@ -6,7 +6,8 @@
 * ``bounds``: ``interval_bounds`` / ``crown_bounds`` through ``normalised_policy(actor_net, ...)``
   or ``policy_from_tensors(checkpoint_tensors, ...)`` (the executed policy over raw inputs).
 * ``prove`` / ``closed_loop`` / ``runner``: ``verify_action_property``, ``verify_closed_loop``,
-  ``verify_properties`` -> ``VerifyResult`` (proved / falsified / unknown, ``to_dict()``).
+  ``verify_properties`` -> ``VerifyResult`` (proved / falsified / unknown, ``to_dict()``);
+  ``verify_run(RUN_DIR, PROPERTY_FILE, REGION_FILE)`` is the ``agentic-rl verify`` command.
 * ``finite``: exhaustive checks of grid worlds (``gridworld_system``, ``verify_finite``).
 """
 
@@ -23,7 +24,12 @@ from agentic_rl.verify.monitor import SafetyMonitor
 from agentic_rl.verify.policy import policy_from_tensors
 from agentic_rl.verify.prove import branch_and_bound, verify_action_property
 from agentic_rl.verify.result import VerifyResult
-from agentic_rl.verify.runner import format_results, results_report, verify_properties
+from agentic_rl.verify.runner import (
+    format_results,
+    results_report,
+    verify_properties,
+    verify_run,
+)
 from agentic_rl.verify.search import search_counterexample
 from agentic_rl.verify.shield import ContinuousShield, DiscreteShield
 from agentic_rl.verify.spec import PropertySet, Region, load_properties, load_region
@@ -40,4 +46,5 @@ __all__ = [
     "gridworld_system", "interval_bounds", "load_properties", "load_region", "normalised_policy",
     "policy_from_tensors", "results_report", "safe_action_mask", "search_counterexample",
     "verify_action_property", "verify_closed_loop", "verify_finite", "verify_properties",
+    "verify_run",
 ]

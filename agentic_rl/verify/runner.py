@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import json
+import os
 import time
+from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 from torch import nn
 
 from agentic_rl.verify.closed_loop import verify_closed_loop
+from agentic_rl.verify.policy import policy_from_tensors
 from agentic_rl.verify.prove import verify_action_property
 from agentic_rl.verify.result import VerifyResult
-from agentic_rl.verify.spec import ActionBox, ForbiddenBox, PropertySet, StateBox, StateHalfspace
-from agentic_rl.verify.step_model import AffineStepModel
+from agentic_rl.verify.spec import (
+    ActionBox,
+    ForbiddenBox,
+    PropertySet,
+    StateBox,
+    StateHalfspace,
+    load_properties,
+    load_region,
+)
+from agentic_rl.verify.step_model import AffineStepModel, declared_step_model
 
 
 def verify_properties(
@@ -87,3 +100,58 @@ def format_results(results: list[VerifyResult]) -> str:
 
 def _short(values: list[float] | None) -> str:
     return "[" + ", ".join(f"{v:.4g}" for v in values or []) + "]"
+
+
+def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str | Path | None = None,
+               out_file: str | Path | None = None, action_low: Sequence[float] | None = None,
+               action_high: Sequence[float] | None = None, max_seconds: float = 1.0,
+               seed: int = 0) -> tuple[dict, list[VerifyResult]]:
+    """``agentic-rl verify RUN_DIR --property FILE [--region FILE]`` as a function.
+
+    Loads the newest checkpoint of ``run_dir`` (or a checkpoint folder), rebuilds the executed
+    deterministic policy over raw ``[observation, desired_goal]`` inputs, verifies every property
+    over the region (``region_file``, else the property file's ``region``) and writes the JSON
+    report to ``out_file`` (default ``RUN_DIR/verify.json``) atomically.
+
+    Args:
+        action_low, action_high: the env's action box (``env.action_space.low/high``) when
+            actions are not in [-1, 1], so action properties are checked in env units.
+
+    Returns:
+        The JSON report and the results (``format_results(results)`` prints the table).
+    """
+    from agentic_rl.train.checkpoint import latest_checkpoint, load_checkpoint
+
+    properties = load_properties(property_file)
+    region = load_region(region_file) if region_file is not None else properties.region
+    if region is None:
+        raise ValueError(f"no region to verify over: pass --region FILE or add `region:` to "
+                         f"{property_file}")
+    folder = latest_checkpoint(run_dir)
+    tensors, state, _ = load_checkpoint(folder, with_buffers=False)
+    config = state.get("config", {})
+    agent, env = config.get("agent", {}), config.get("environment", {})
+    policy = policy_from_tensors(
+        tensors, activation=agent.get("activation", "relu"), clip=env.get("clip_obs", 5.0),
+        normalize=(env.get("normalize_obs", True), env.get("normalize_goal", True)),
+        action_low=action_low, action_high=action_high)
+    low, high = region.bounds()
+    in_dim = next(layer for layer in policy if isinstance(layer, nn.Linear)).in_features
+    with torch.no_grad():
+        out_dim = policy(torch.zeros(1, in_dim)).shape[1]
+    if low.shape != (in_dim,):
+        raise ValueError(f"the region has {low.shape[0]} entries but the policy takes {in_dim} "
+                         "raw inputs [observation, desired_goal]; fix the region")
+    model = declared_step_model(env.get("name", ""), in_dim, out_dim)
+    results = verify_properties(policy, torch.as_tensor(low), torch.as_tensor(high), properties,
+                                model=model, max_seconds=max_seconds,
+                                generator=torch.Generator().manual_seed(seed))
+    report = {"checkpoint": str(folder), "property_file": str(property_file),
+              "region": {"low": low.tolist(), "high": high.tolist()},
+              "step_model": None if model is None else env.get("name"),
+              **results_report(results)}
+    target = Path(out_file) if out_file is not None else Path(run_dir) / "verify.json"
+    temporary = target.with_suffix(target.suffix + ".tmp")
+    temporary.write_text(json.dumps(report, indent=2))
+    os.replace(temporary, target)
+    return report, results

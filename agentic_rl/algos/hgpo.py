@@ -19,7 +19,7 @@ import torch
 from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentic_rl.algos import hgpo_losses as L
+from agentic_rl.algos import hgpo_losses
 from agentic_rl.algos.ppo import ActionScaler, flat_obs, ppo_epochs, space_dim
 from agentic_rl.data.hierarchical import ManagerSegments, manager_segments, period_ends
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
@@ -198,11 +198,11 @@ class HGPO:
         """Worker reward ``[...]`` for reaching towards ``goal [..., G]``."""
         phi_next = self.phi(next_obs)
         if self.config.intrinsic_reward == "distance":
-            return self.config.intrinsic_scale * L.distance_intrinsic_reward(phi_next, goal)
+            return self.config.intrinsic_scale * hgpo_losses.distance_intrinsic_reward(phi_next, goal)
         with torch.no_grad():
             p_next = torch.sigmoid(self.predictor(phi_next, goal))
             p_now = torch.sigmoid(self.predictor(self.phi(obs), goal))
-        return self.config.intrinsic_scale * L.success_progress_reward(p_next, p_now)
+        return self.config.intrinsic_scale * hgpo_losses.success_progress_reward(p_next, p_now)
 
     def period_log_likelihood(
         self, rollout: Rollout, seg: ManagerSegments, candidates: torch.Tensor
@@ -229,7 +229,7 @@ class HGPO:
         candidates = torch.cat(
             [goals[:, None], achieved[:, None], (achieved[:, None] + noise).clamp(-1.0, 1.0)], 1
         )
-        return L.select_relabel_goals(candidates, self.period_log_likelihood(rollout, seg, candidates))
+        return hgpo_losses.select_relabel_goals(candidates, self.period_log_likelihood(rollout, seg, candidates))
 
     def update(self, rollout: Rollout) -> dict[str, float]:
         """Worker PPO, Manager PPO (every ``manager.update_every``), encoder / predictor steps."""
@@ -301,7 +301,7 @@ class HGPO:
 
         def goal_change(mb: dict[str, torch.Tensor]) -> torch.Tensor:
             mean_goal = self.manager.policy.mode(self.manager.features(mb["x"], mb.get("h")))
-            return cfg.goal_change_coef * L.goal_change_penalty(mean_goal, mb["prev_goal"], mb["has_prev"])
+            return cfg.goal_change_coef * hgpo_losses.goal_change_penalty(mean_goal, mb["prev_goal"], mb["has_prev"])
 
         metrics |= ppo_epochs(
             batch,
@@ -325,7 +325,7 @@ class HGPO:
             return {}
         pick = torch.randperm(len(t_idx), generator=self.generator)[:256]
         t_idx, n_idx = t_idx[pick], n_idx[pick]
-        loss = L.temporal_contrastive_loss(
+        loss = hgpo_losses.temporal_contrastive_loss(
             self.encoder(x[t_idx, n_idx]), self.encoder(x[t_idx + k, n_idx]), cfg.contrastive_temperature
         )
         self.encoder_opt.zero_grad()

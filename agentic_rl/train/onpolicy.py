@@ -70,9 +70,14 @@ def _check_autoreset(envs: gym.vector.VectorEnv) -> None:
 
 
 def evaluate(
-    algo: Algorithm, env: gym.vector.VectorEnv, num_episodes: int, seed: int
+    algo: Algorithm,
+    env: gym.vector.VectorEnv,
+    num_episodes: int,
+    seed: int,
+    deterministic: bool = True,
 ) -> dict[str, float]:
-    """Deterministic evaluation: each of the ``N`` envs runs ``ceil(num_episodes / N)`` episodes.
+    """Evaluation (deterministic by default): each of the ``N`` envs runs
+    ``ceil(num_episodes / N)`` episodes; ``deterministic=False`` samples from the policy.
 
     Returns:
         ``eval/success_rate``, ``eval/mean_return``, ``eval/mean_length`` over the episodes.
@@ -86,7 +91,7 @@ def evaluate(
     results: list[tuple[float, float, float]] = []
     state = None
     while (counts < quota).any():
-        action, state, _ = algo.act(to_tensors(obs, info, is_first), state, True)
+        action, state, _ = algo.act(to_tensors(obs, info, is_first), state, deterministic)
         obs, reward, term, trunc, info = env.step(action.numpy())
         ret, length = ret + reward, length + 1
         done = term | trunc

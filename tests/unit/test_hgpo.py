@@ -188,3 +188,26 @@ def test_every_variant_updates_and_round_trips(overrides):
     clone.load_state_dict(algo.state_dict())
     obs = {k: torch.as_tensor(v) for k, v in envs.reset(seed=1)[0].items()}
     torch.testing.assert_close(clone.act(obs, None, True)[2]["goal"], algo.act(obs, None, True)[2]["goal"])
+
+
+def test_smoke_hgpo_continuous_worker_on_pointmaze():
+    import gymnasium as gym
+
+    from agentic_rl.envs.mazes import make_maze
+    from agentic_rl.train.onpolicy import train_onpolicy
+
+    envs = gym.vector.SyncVectorEnv(
+        [lambda: make_maze("PointMaze_UMaze-v3", max_episode_steps=50) for _ in range(2)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+    for conditioning in ("concat", "film"):
+        cfg = HGPOConfig(period=5, rollout_steps=32, goal_scale=2.0, conditioning=conditioning,
+                         relabel_goals=True)
+        algo = HGPO(cfg, envs.single_observation_space, envs.single_action_space, seed=0)
+        logs = []
+        train_onpolicy(algo, envs, None, 128, lambda s, m: logs.append(m), rollout_steps=32)
+        assert len(logs) == 2 and all(math.isfinite(v) for m in logs for v in m.values())
+        obs = {k: torch.as_tensor(v) for k, v in envs.reset(seed=0)[0].items()}
+        action, state, extras = algo.act(obs, None, deterministic=False)
+        assert action.shape == (2, 2) and (action.abs() <= 1.0).all()
+        assert (extras["goal"].abs() < 1.0).all()

@@ -1,4 +1,4 @@
-"""HGPO (SPEC A7): a Manager proposes a goal every ``period`` steps, a Worker pi(a | s, g) reaches it.
+"""HGPO (SPEC A7): a Manager picks a goal every ``period`` steps; a Worker pi(a | s, g) chases it.
 
 Both levels are PPO learners (``ppo.ppo_epochs``). The Manager's goal is a tanh-Gaussian sample in
 [-1, 1]^G (its Gaussian is the exploration noise); it is re-drawn at episode start, every
@@ -164,7 +164,8 @@ class HGPO:
         is_first = obs.get("is_first", torch.zeros(n, dtype=torch.bool)).bool()
         if state is None or state.version != self.updates:
             hidden = torch.zeros(n, cfg.gru_hidden) if cfg.manager_recurrent else None
-            state = HGPOState(torch.zeros(n, self.goal_dim), torch.zeros(n, dtype=torch.long), self.updates, hidden)
+            zeros = torch.zeros(n, self.goal_dim)
+            state = HGPOState(zeros, torch.zeros(n, dtype=torch.long), self.updates, hidden)
             new, has_prev = torch.ones(n, dtype=torch.bool), torch.zeros(n, dtype=torch.bool)
         else:
             new = is_first | (state.step_in_period >= cfg.period)
@@ -198,7 +199,8 @@ class HGPO:
         """Worker reward ``[...]`` for reaching towards ``goal [..., G]``."""
         phi_next = self.phi(next_obs)
         if self.config.intrinsic_reward == "distance":
-            return self.config.intrinsic_scale * hgpo_losses.distance_intrinsic_reward(phi_next, goal)
+            distance = hgpo_losses.distance_intrinsic_reward(phi_next, goal)
+            return self.config.intrinsic_scale * distance
         with torch.no_grad():
             p_next = torch.sigmoid(self.predictor(phi_next, goal))
             p_now = torch.sigmoid(self.predictor(self.phi(obs), goal))
@@ -229,7 +231,8 @@ class HGPO:
         candidates = torch.cat(
             [goals[:, None], achieved[:, None], (achieved[:, None] + noise).clamp(-1.0, 1.0)], 1
         )
-        return hgpo_losses.select_relabel_goals(candidates, self.period_log_likelihood(rollout, seg, candidates))
+        log_likelihood = self.period_log_likelihood(rollout, seg, candidates)
+        return hgpo_losses.select_relabel_goals(candidates, log_likelihood)
 
     def update(self, rollout: Rollout) -> dict[str, float]:
         """Worker PPO, Manager PPO (every ``manager.update_every``), encoder / predictor steps."""
@@ -253,12 +256,15 @@ class HGPO:
         x_w = flat_obs(rollout.obs, cfg.worker_obs_keys)
         with torch.no_grad():
             reward = self.intrinsic_reward(rollout.obs, rollout.next_obs, ex["goal"])
-            next_value = self.worker.value_of(flat_obs(rollout.next_obs, cfg.worker_obs_keys), ex["goal"])
+            next_x = flat_obs(rollout.next_obs, cfg.worker_obs_keys)
+            next_value = self.worker.value_of(next_x, ex["goal"])
             ends = period_ends(ex["new_goal"], rollout.dones)
             adv, ret = gae(reward, ex["value"], next_value, rollout.terminated, ends,
                            cfg.worker.gamma, cfg.worker.gae_lambda)
-        batch = {"x": x_w, "goal": ex["goal"], "action": ex["policy_action"], "log_prob": ex["log_prob"],
-                 "value": ex["value"], "advantage": adv, "return": ret}
+        batch = {
+            "x": x_w, "goal": ex["goal"], "action": ex["policy_action"], "log_prob": ex["log_prob"],
+            "value": ex["value"], "advantage": adv, "return": ret,
+        }
         if "action_mask" in rollout.obs:
             batch["mask"] = rollout.obs["action_mask"]
         metrics = ppo_epochs(
@@ -289,7 +295,8 @@ class HGPO:
         with torch.no_grad():
             feat = self.manager.features(batch["x"], batch.get("h"))
             x_next = flat_obs(rollout.next_obs, cfg.manager_obs_keys)[seg.end_t, env]
-            next_value = self.manager.value(self.manager.features(x_next, feat if cfg.manager_recurrent else None))
+            next_feat = self.manager.features(x_next, feat if cfg.manager_recurrent else None)
+            next_value = self.manager.value(next_feat)
             if cfg.relabel_goals:
                 batch["goal"], chosen = self.relabel_goals(rollout, seg, batch["goal"])
                 batch["log_prob"] = self.manager.policy.evaluate(feat, batch["goal"])[0]
@@ -299,14 +306,18 @@ class HGPO:
                 cfg.manager.gamma, cfg.manager.gae_lambda,
             )
 
+        def features(mb: dict[str, torch.Tensor]) -> torch.Tensor:
+            return self.manager.features(mb["x"], mb.get("h"))
+
         def goal_change(mb: dict[str, torch.Tensor]) -> torch.Tensor:
-            mean_goal = self.manager.policy.mode(self.manager.features(mb["x"], mb.get("h")))
-            return cfg.goal_change_coef * hgpo_losses.goal_change_penalty(mean_goal, mb["prev_goal"], mb["has_prev"])
+            mean_goal = self.manager.policy.mode(features(mb))
+            penalty = hgpo_losses.goal_change_penalty(mean_goal, mb["prev_goal"], mb["has_prev"])
+            return cfg.goal_change_coef * penalty
 
         metrics |= ppo_epochs(
             batch,
-            lambda mb: self.manager.policy.evaluate(self.manager.features(mb["x"], mb.get("h")), mb["goal"]),
-            lambda mb: self.manager.value(self.manager.features(mb["x"], mb.get("h"))),
+            lambda mb: self.manager.policy.evaluate(features(mb), mb["goal"]),
+            lambda mb: self.manager.value(features(mb)),
             self.manager_opt, cfg.manager, self.generator,
             goal_change if cfg.goal_change_coef > 0 else None,
         )
@@ -326,7 +337,9 @@ class HGPO:
         pick = torch.randperm(len(t_idx), generator=self.generator)[:256]
         t_idx, n_idx = t_idx[pick], n_idx[pick]
         loss = hgpo_losses.temporal_contrastive_loss(
-            self.encoder(x[t_idx, n_idx]), self.encoder(x[t_idx + k, n_idx]), cfg.contrastive_temperature
+            self.encoder(x[t_idx, n_idx]),
+            self.encoder(x[t_idx + k, n_idx]),
+            cfg.contrastive_temperature,
         )
         self.encoder_opt.zero_grad()
         loss.backward()
@@ -337,7 +350,7 @@ class HGPO:
         return {"losses/encoder_loss": float(loss.detach())}
 
     def _update_predictor(self, rollout: Rollout, seg: ManagerSegments) -> dict[str, float]:
-        """Label each step by whether phi at its period's end lies within ``goal_tolerance`` of g."""
+        """Label each step: does phi at its period's end lie within ``goal_tolerance`` of g?"""
         goal = rollout.extras["goal"]
         end_phi = self.phi(rollout.next_obs)[seg.end_t, seg.env][seg.step_segment]
         label = ((end_phi - goal).norm(dim=-1) <= self.config.goal_tolerance).float()
@@ -351,7 +364,8 @@ class HGPO:
     def state_dict(self) -> dict[str, Any]:
         state = {
             "manager": self.manager.state_dict(), "worker": self.worker.state_dict(),
-            "manager_opt": self.manager_opt.state_dict(), "worker_opt": self.worker_opt.state_dict(),
+            "manager_opt": self.manager_opt.state_dict(),
+            "worker_opt": self.worker_opt.state_dict(),
             "generator": self.generator.get_state(), "updates": self.updates,
         }
         for name in ("encoder", "target_encoder", "encoder_opt", "predictor", "predictor_opt"):

@@ -62,7 +62,7 @@ def distance_intrinsic_reward(phi_next: torch.Tensor, goal: torch.Tensor) -> tor
 
 
 def success_progress_reward(p_next: torch.Tensor, p_now: torch.Tensor) -> torch.Tensor:
-    """Worker reward from a learned success predictor: ``P(success | s', g) - P(success | s, g)``."""
+    """Worker reward from a learned success predictor: ``P(reach | s', g) - P(reach | s, g)``."""
     return p_next - p_now
 
 

@@ -93,7 +93,8 @@ def ppo_epochs(
     """Minibatch PPO epochs over a flat batch.
 
     Args:
-        batch: ``[B, ...]`` tensors with at least ``log_prob``, ``advantage``, ``return``, ``value``.
+        batch: ``[B, ...]`` tensors with at least ``log_prob``, ``advantage``, ``return`` and
+            ``value``.
         evaluate: minibatch -> ``(log_prob [b], entropy [b])`` under the current policy.
         value_fn: minibatch -> ``V [b]``.
         optimizer: over every trained parameter.
@@ -153,7 +154,11 @@ class PPO:
     """
 
     def __init__(
-        self, config: PPOConfig, observation_space: spaces.Space, action_space: spaces.Space, seed: int = 0
+        self,
+        config: PPOConfig,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        seed: int = 0,
     ) -> None:
         self.config = config
         self.scaler = ActionScaler(action_space)

@@ -141,7 +141,8 @@ def resolve_layout(layout: str | Sequence[str], size: int) -> GridLayout:
         if layout == "open":
             return parse_layout(open_room(size))
         if layout not in LAYOUTS:
-            raise ValueError(f"unknown layout {layout!r}; choose 'open' or one of {sorted(LAYOUTS)}")
+            choices = ["open", *sorted(LAYOUTS)]
+            raise ValueError(f"unknown layout {layout!r}; choose one of {choices}")
         return parse_layout(LAYOUTS[layout])
     return parse_layout(layout)
 
@@ -188,7 +189,8 @@ class GridCore:
     def observe(self, pos: np.ndarray, has_key: np.ndarray, goal: np.ndarray) -> dict:
         coords = self.to_coords(pos)
         observation = np.concatenate([coords, has_key[:, None].astype(np.float32)], axis=-1)
-        return {"observation": observation, "achieved_goal": coords, "desired_goal": self.to_coords(goal)}
+        desired = self.to_coords(goal)
+        return {"observation": observation, "achieved_goal": coords, "desired_goal": desired}
 
     def compute_reward(self, achieved: np.ndarray, desired: np.ndarray, info: Any) -> np.ndarray:
         """Sparse reward ``[...]``: 1.0 where achieved and desired goals are the same cell."""
@@ -196,7 +198,7 @@ class GridCore:
         return np.all(diff < self.goal_tolerance, axis=-1).astype(np.float32)
 
     def sample_cells(self, fixed: tuple[int, int] | None, count: int, rng: np.random.Generator):
-        """``fixed`` repeated, or uniformly random free cells when ``fixed`` is None, ``[count, 2]``."""
+        """``fixed`` repeated, or uniform random free cells if ``fixed`` is None; ``[count, 2]``."""
         if fixed is not None:
             return np.tile(np.array(fixed, dtype=np.int64), (count, 1))
         free = self.layout.free_cells()

@@ -1,9 +1,10 @@
-"""Goal-space networks for HGPO: the encoder phi, goal conditioning, a success predictor.
+"""Goal-space networks for HGPO: both levels, the encoder phi, conditioning, a success predictor.
 
-``ManagerNet`` and ``WorkerNet`` are the two levels. ``GoalEncoder`` maps an observation to a low-dimensional goal space bounded in [-1, 1] (the
-Manager's tanh-bounded goals live in the same box). ``GoalConditioner`` joins an observation and
-a goal into worker features by concatenation or FiLM. ``SuccessPredictor`` estimates the chance
-that the Worker reaches goal ``g`` from ``phi(s)`` (doc 1 section 5.2).
+``ManagerNet`` and ``WorkerNet`` are the two levels. ``GoalEncoder`` maps an observation to a
+low-dimensional goal space bounded in [-1, 1] (the Manager's tanh-bounded goals live in the same
+box). ``GoalConditioner`` joins an observation and a goal into worker features by concatenation
+or FiLM. ``SuccessPredictor`` estimates the chance that the Worker reaches goal ``g`` from
+``phi(s)`` (doc 1 section 5.2).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ class GoalEncoder(nn.Module):
 class GoalConditioner(nn.Module):
     """Worker features from an observation ``[B, obs_dim]`` and a goal ``[B, goal_dim]``.
 
-    ``"concat"``: ``cat(obs, goal)`` of width ``obs_dim + goal_dim``. ``"film"``: ``h = tanh(W s)``, then
+    ``"concat"``: ``cat(obs, goal)`` of width ``obs_dim + goal_dim``.
+    ``"film"``: ``h = tanh(W s)``, then
     ``(1 + gamma(g)) * h + beta(g)`` of width ``film_width`` (feature-wise linear modulation).
     """
 
@@ -118,7 +120,8 @@ class WorkerNet(nn.Module):
         self.policy_cond = GoalConditioner(obs_dim, goal_dim, conditioning)
         self.value_cond = GoalConditioner(obs_dim, goal_dim, conditioning)
         self.policy = make_policy_head(
-            self.policy_cond.out_dim, action_dim, discrete, hidden_sizes, activation, continuous_head
+            self.policy_cond.out_dim, action_dim, discrete, hidden_sizes, activation,
+            continuous_head,
         )
         self.value = ValueHead(self.value_cond.out_dim, hidden_sizes, activation)
 

@@ -152,7 +152,8 @@ def train_onpolicy(
             action, state, extras = algo.act(tensors, state, False)
             next_obs, reward, term, trunc, next_info = envs.step(action.numpy())
             done = term | trunc
-            final = to_tensors(true_next_obs(next_obs, next_info, done), info, np.zeros(num_envs, bool))
+            final_obs = true_next_obs(next_obs, next_info, done)
+            final = to_tensors(final_obs, info, np.zeros(num_envs, bool))
             buffer.add(
                 tensors, final, action, torch.as_tensor(reward, dtype=torch.float32),
                 torch.as_tensor(term), torch.as_tensor(trunc), extras,

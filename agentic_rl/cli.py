@@ -1,4 +1,4 @@
-"""``agentic-rl``: train | eval | demos | plot.
+"""``agentic-rl``: train | eval | demos | verify | plot.
 
 User errors (bad config, unknown env, missing demo file, corrupt checkpoint) end with one line
 ``error: ...`` that says what to fix, and exit status 2.
@@ -21,7 +21,10 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from agentic_rl.experts.demos import DemoError
     from agentic_rl.train.checkpoint import CheckpointError
 
-    return (ConfigError, EnvError, DemoError, CheckpointError, FileNotFoundError)
+    from agentic_rl.verify.spec import PropertyError
+
+    return (ConfigError, EnvError, DemoError, CheckpointError, FileNotFoundError,
+            PropertyError)
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -87,6 +90,26 @@ def cmd_demos(args: argparse.Namespace) -> None:
           f"{float(arrays['expert_success_rate']):.2f}")
 
 
+def cmd_verify(args: argparse.Namespace) -> None:
+    import yaml
+
+    from agentic_rl.envs.make import make_env
+    from agentic_rl.verify.runner import format_results, verify_run
+
+    run_dir = Path(args.run_dir)
+    config_path = run_dir / "config.yaml"
+    low = high = None
+    if config_path.exists():  # check action properties in the env's own units
+        environment = yaml.safe_load(config_path.read_text())["environment"]
+        space = make_env(environment["name"], environment.get("kwargs")).action_space
+        low, high = space.low.tolist(), space.high.tolist()
+    out = args.json or run_dir / "verify.json"
+    _, results = verify_run(run_dir, args.property, args.region, out, low, high,
+                            max_seconds=args.max_seconds, seed=args.seed)
+    print(format_results(results))
+    print(f"report: {out}")
+
+
 def cmd_plot(args: argparse.Namespace) -> None:
     from agentic_rl.train.plot import plot_runs
 
@@ -127,6 +150,16 @@ def build_parser() -> argparse.ArgumentParser:
     demos.add_argument("--keep-failures", action="store_true",
                        help="also keep episodes the expert failed")
     demos.set_defaults(func=cmd_demos)
+
+    verify = sub.add_parser("verify", help="prove or falsify safety properties of a policy")
+    verify.add_argument("run_dir", help="run folder (its latest checkpoint) or a checkpoint")
+    verify.add_argument("--property", required=True, help="property YAML file")
+    verify.add_argument("--region", help="YAML region of raw inputs (else the property file's)")
+    verify.add_argument("--max-seconds", type=float, default=1.0,
+                        help="budget per action property")
+    verify.add_argument("--seed", type=int, default=0, help="counterexample-search seed")
+    verify.add_argument("--json", help="report file (default RUN_DIR/verify.json)")
+    verify.set_defaults(func=cmd_verify)
 
     plot = sub.add_parser("plot", help="learning curves of one or more runs")
     plot.add_argument("run_dirs", nargs="+")

@@ -267,19 +267,23 @@ def _as_batch(x: np.ndarray, what: str) -> np.ndarray:
     return arr
 
 
+class PropertyError(ValueError):
+    """A property or region file is missing or invalid."""
+
+
 def _load_yaml(path: str | Path, model: type[BaseModel]) -> BaseModel:
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{model.__name__} file {path} does not exist")
+        raise PropertyError(f"{model.__name__} file {path} does not exist")
     with path.open() as handle:
         raw = yaml.safe_load(handle)
     try:
         return model.model_validate(raw if raw is not None else {})
     except ValidationError as err:
-        lines = [
-            f"  {'.'.join(str(p) for p in e['loc']) or '<top>'}: {e['msg']}" for e in err.errors()
-        ]
-        raise ValueError(f"invalid {model.__name__} file {path}:\n" + "\n".join(lines)) from None
+        problems = [f"{'.'.join(str(p) for p in e['loc']) or '<top>'}: {e['msg']}"
+                    for e in err.errors()]
+        raise PropertyError(f"invalid {model.__name__} file {path}: " + "; ".join(problems)
+                            ) from None
 
 
 def load_properties(path: str | Path) -> PropertySet:

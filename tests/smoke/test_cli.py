@@ -117,3 +117,23 @@ def test_bad_inputs_are_one_line_errors(tmp_path, capsys):
     assert "corrupt or truncated" in err and "\n" not in err
     assert main(["train", *point_args(tmp_path, "training.total_timesteps=40")]) == 2
     assert "--resume" in capsys.readouterr().err
+
+
+def test_smoke_verify_writes_a_report_for_each_property(tmp_path, capsys):
+    assert main(["train", *point_args(tmp_path, "training.total_timesteps=40",
+                                      "training.checkpoint_freq=20")]) == 0
+    run_dir = tmp_path / "runs" / "opd_point_seed0"
+    properties = tmp_path / "props.yaml"
+    properties.write_text(
+        "parts: {pos: [0, 2]}\n"
+        "region: {low: [-0.1, -0.1, 0.5, 0.5], high: [0.1, 0.1, 0.6, 0.6]}\n"
+        "properties:\n"
+        "  - {name: bounded, kind: action_box, low: [-1.5, -1.5], high: [1.5, 1.5]}\n"
+        "  - {name: never_right, kind: action_box, low: [-1, -1], high: [-0.999, 1]}\n")
+    capsys.readouterr()
+    assert main(["verify", str(run_dir), "--property", str(properties)]) == 0
+    report = json.loads((run_dir / "verify.json").read_text())
+    status = {r["name"]: r["status"] for r in report["results"]}
+    assert status == {"bounded": "proved", "never_right": "falsified"}
+    assert main(["verify", str(run_dir), "--property", str(tmp_path / "none.yaml")]) == 2
+    assert "does not exist" in capsys.readouterr().err

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from agentic_rl.verify.monitor import SafetyMonitor
-from agentic_rl.verify.spec import load_properties, load_region
+from agentic_rl.verify.spec import PropertyError, load_properties, load_region
 
 PROPERTY_FILE = """
 parts: {grip_pos: [0, 3]}
@@ -59,7 +59,7 @@ def test_semantic_errors_name_the_problem(tmp_path):
     with pytest.raises(ValueError, match="not a valid regex"):
         load_properties(write(tmp_path, "properties: [{name: c, kind: forbidden_commands, "
                                          "patterns: ['(']}]"))
-    with pytest.raises(FileNotFoundError, match="does not exist"):
+    with pytest.raises(PropertyError, match="does not exist"):
         load_properties(tmp_path / "missing.yaml")
 
 

@@ -63,6 +63,12 @@ def cmd_eval(args: argparse.Namespace) -> None:
         raise FileNotFoundError(f"{config_path} not found; pass a run folder written by "
                                 "`agentic-rl train`")
     config = validate_config(yaml.safe_load(config_path.read_text()))
+    if config.algorithm.name in ("ppo", "hgpo"):
+        report = eval_onpolicy(config, run_dir, args.episodes, args.seed)
+        print(json.dumps(report, indent=2))
+        if args.json:
+            Path(args.json).write_text(json.dumps(report, indent=2))
+        return
     env = make_env(config.environment.name, config.environment.kwargs,
                    config.environment.goal_region)
     algo = build_algo(config, spaces_of(env))
@@ -77,6 +83,20 @@ def cmd_eval(args: argparse.Namespace) -> None:
     print(json.dumps(report, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
+
+
+def eval_onpolicy(config, run_dir: Path, episodes: int, seed: int) -> dict:
+    """Deterministic evaluation of a PPO/HGPO run's latest checkpoint."""
+    from agentic_rl.train.checkpoint import latest_checkpoint, load_checkpoint, unflatten_state
+    from agentic_rl.train.onpolicy import evaluate
+    from agentic_rl.train.onpolicy_run import EVAL_ENVS, build_onpolicy
+
+    env, algo = build_onpolicy(config, EVAL_ENVS, seed)
+    tensors, meta, _ = load_checkpoint(latest_checkpoint(run_dir), with_buffers=False)
+    algo.load_state_dict(unflatten_state(meta["skeleton"], tensors))
+    metrics = evaluate(algo, env, episodes, seed)
+    return {"run": str(run_dir), "env": config.environment.name, "episodes": episodes,
+            **{k.split("/")[1]: v for k, v in metrics.items()}}
 
 
 def cmd_demos(args: argparse.Namespace) -> None:

@@ -14,7 +14,9 @@ from typing import Annotated, Any, Literal, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agentic_rl.algos.hgpo import HGPOConfig
 from agentic_rl.algos.opd import OPDConfig
+from agentic_rl.algos.ppo import PPOConfig
 from agentic_rl.algos.sac import SACConfig
 
 
@@ -128,7 +130,8 @@ class VerificationConfig(Section):
 
 
 ALGORITHM_CONFIGS: dict[str, type[BaseModel]] = {
-    cls.model_fields["name"].default: cls for cls in (SACConfig, OPDConfig)}
+    cls.model_fields["name"].default: cls
+    for cls in (SACConfig, OPDConfig, PPOConfig, HGPOConfig)}
 AlgorithmConfig = Annotated[Union[tuple(ALGORITHM_CONFIGS.values())],  # noqa: UP007
                             Field(discriminator="name")]
 

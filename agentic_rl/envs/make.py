@@ -37,9 +37,9 @@ def register_all() -> None:
             module = importlib.import_module(name)
         except ModuleNotFoundError:
             continue  # that family or its optional dependency is not installed
-        register = getattr(module, "register_envs", None)
-        if register is not None:
-            register()
+        for hook in ("register_envs", "register_maze_envs"):
+            if hasattr(module, hook):
+                getattr(module, hook)()
     _registered = True
 
 
@@ -80,3 +80,19 @@ def make_vec_env(name: str, num_envs: int, kwargs: dict[str, Any] | None = None,
 
     return SyncVectorEnv([env_factory(name, kwargs, goal_region) for _ in range(num_envs)],
                          autoreset_mode=AutoresetMode.DISABLED)
+
+
+def make_onpolicy_vec_env(name: str, num_envs: int, kwargs: dict[str, Any] | None = None,
+                          seed: int = 0):
+    """A vector env for the on-policy loop (``SAME_STEP`` autoreset): the numpy-batched
+    ``BatchGridWorld`` for grid ids, a ``SyncVectorEnv`` of ``make_env`` otherwise."""
+    register_all()
+    from agentic_rl.envs.gridworld import ENV_IDS, BatchGridWorld
+
+    if name in ENV_IDS:
+        return BatchGridWorld(num_envs=num_envs, seed=seed, **{**ENV_IDS[name], **(kwargs or {})})
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    make_env(name, kwargs).close()  # fail early with a clear message for unknown ids
+    return SyncVectorEnv([env_factory(name, kwargs) for _ in range(num_envs)],
+                         autoreset_mode=AutoresetMode.SAME_STEP)

@@ -100,3 +100,38 @@ def prefixed(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray
 
 def with_prefix(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
     return {f"{prefix}/{k}": v for k, v in arrays.items()}
+
+
+def flatten_state(state: Any, prefix: str = "") -> tuple[dict[str, torch.Tensor], dict]:
+    """Split a nested state dict (modules, optimisers, generators) into safetensors-ready
+    tensors under dotted keys and a JSON-ready skeleton with the other leaves."""
+    tensors: dict[str, torch.Tensor] = {}
+    if torch.is_tensor(state):
+        tensors[prefix] = state
+        return tensors, {"__tensor__": prefix}
+    if isinstance(state, dict):
+        skeleton = {}
+        for key, value in state.items():
+            sub_tensors, sub = flatten_state(value, f"{prefix}.{key}" if prefix else str(key))
+            tensors |= sub_tensors
+            skeleton[str(key)] = sub
+        return tensors, {"__dict__": skeleton, "__int_keys__": all(
+            isinstance(k, int) for k in state) and bool(state)}
+    if isinstance(state, (list, tuple)):
+        items = [flatten_state(v, f"{prefix}.{i}") for i, v in enumerate(state)]
+        for sub_tensors, _ in items:
+            tensors |= sub_tensors
+        return tensors, {"__list__": [sub for _, sub in items]}
+    return tensors, {"__value__": state}
+
+
+def unflatten_state(skeleton: dict, tensors: dict[str, torch.Tensor]) -> Any:
+    """Inverse of ``flatten_state`` (integer dict keys, e.g. optimiser state ids, restored)."""
+    if "__tensor__" in skeleton:
+        return tensors[skeleton["__tensor__"]]
+    if "__dict__" in skeleton:
+        convert = int if skeleton.get("__int_keys__") else str
+        return {convert(k): unflatten_state(v, tensors) for k, v in skeleton["__dict__"].items()}
+    if "__list__" in skeleton:
+        return [unflatten_state(v, tensors) for v in skeleton["__list__"]]
+    return skeleton["__value__"]

@@ -74,6 +74,13 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
     """Train, write ``summary.json`` and return it."""
     run_dir = Path(run_dir)
     prepare_run_dir(config, run_dir, resume)
+    if config.algorithm.name in ("ppo", "hgpo"):
+        if init_from is not None:
+            raise ConfigError("--init-from transfers SAC/OPD actors and prototypes; it does not "
+                              f"apply to {config.algorithm.name}")
+        from agentic_rl.train.onpolicy_run import train_onpolicy_run
+
+        return train_onpolicy_run(config, run_dir, resume, show_progress)
     run = build_run(config, run_dir)
     if resume:
         folder = latest_checkpoint(run_dir)

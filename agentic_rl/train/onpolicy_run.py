@@ -1,0 +1,100 @@
+"""A PPO or HGPO run end to end: envs and learner from the config, the on-policy loop
+(``train.onpolicy``), logging, checkpoints every ``training.checkpoint_freq`` steps, summary.
+
+Resuming continues from the last checkpoint's learner state and step count; the envs restart
+with fresh episodes (on-policy rollouts are not stored), so a resumed run is not bit-identical
+to an uninterrupted one, unlike the off-policy loop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from agentic_rl.algos.hgpo import HGPO
+from agentic_rl.algos.ppo import PPO
+from agentic_rl.config import ExperimentConfig
+from agentic_rl.envs.make import make_onpolicy_vec_env
+from agentic_rl.train.checkpoint import (flatten_state, latest_checkpoint, load_checkpoint,
+                                         save_checkpoint, unflatten_state)
+from agentic_rl.train.logger import Logger, truncate_metrics
+from agentic_rl.train.onpolicy import train_onpolicy
+from agentic_rl.train.progress import Progress
+
+ON_POLICY = {"ppo": PPO, "hgpo": HGPO}
+EVAL_ENVS = 4
+
+
+def build_onpolicy(config: ExperimentConfig, num_envs: int, seed: int):
+    """``(vector env, learner)`` for an on-policy config."""
+    env_cfg = config.environment
+    envs = make_onpolicy_vec_env(env_cfg.name, num_envs, env_cfg.kwargs, seed)
+    algo = ON_POLICY[config.algorithm.name](config.algorithm, envs.single_observation_space,
+                                            envs.single_action_space, seed=seed)
+    return envs, algo
+
+
+def train_onpolicy_run(config: ExperimentConfig, run_dir: Path, resume: bool = False,
+                       show_progress: bool = True) -> dict:
+    """Train, checkpoint, write ``summary.json`` and return it."""
+    training = config.training
+    torch.set_num_threads(training.torch_threads)
+    torch.manual_seed(training.seed)
+    envs, algo = build_onpolicy(config, config.environment.num_envs, training.seed)
+    done_steps = 0
+    if resume:
+        tensors, meta, _ = load_checkpoint(latest_checkpoint(run_dir), with_buffers=False)
+        algo.load_state_dict(unflatten_state(meta["skeleton"], tensors))
+        done_steps = int(meta["step"])
+        truncate_metrics(run_dir / "metrics.csv", done_steps)
+    eval_env = make_onpolicy_vec_env(config.environment.name, EVAL_ENVS,
+                                     config.environment.kwargs, training.seed + 1000)
+    logger = Logger(run_dir, purge_step=done_steps if resume else None)
+    started = time.perf_counter()
+    last_checkpoint = [done_steps]
+
+    def checkpoint(step: int) -> None:
+        tensors, skeleton = flatten_state(algo.state_dict())
+        save_checkpoint(run_dir / "checkpoints", step, tensors,
+                        {"step": step, "skeleton": skeleton,
+                         "config": config.model_dump(mode="json")}, {})
+        last_checkpoint[0] = step
+
+    with Progress(training.total_timesteps, done_steps, show_progress) as progress:
+        last_success = [float("nan")]
+
+        def log(step: int, metrics: dict[str, float]) -> None:
+            logger.log(done_steps + step, metrics)
+            last_success[0] = metrics.get("eval/success_rate", last_success[0])
+            progress.update(done_steps + step, last_success[0])
+
+        def on_update(step: int) -> None:
+            if (done_steps + step) // training.checkpoint_freq > last_checkpoint[0] // \
+                    training.checkpoint_freq:
+                checkpoint(done_steps + step)
+
+        try:
+            final = train_onpolicy(
+                algo, envs, eval_env, max(training.total_timesteps - done_steps, 1), log,
+                rollout_steps=config.algorithm.rollout_steps, eval_freq=training.eval_freq,
+                num_eval_episodes=training.num_eval_episodes, seed=training.seed + done_steps,
+                on_update=on_update)
+        finally:
+            logger.close()
+    per_update = config.algorithm.rollout_steps * envs.num_envs
+    remaining = max(training.total_timesteps - done_steps, 1)
+    steps = done_steps + per_update * -(-remaining // per_update)  # the loop ends past budget
+    checkpoint(steps)
+    summary = {"success_rate": final.get("eval/success_rate"),
+               "mean_return": final.get("eval/mean_return"), "env_steps": steps,
+               "wall_seconds": round(time.perf_counter() - started, 2),
+               "seed": training.seed, "env": config.environment.name,
+               "algorithm": config.algorithm.name}
+    temporary = run_dir / "summary.json.tmp"
+    temporary.write_text(json.dumps(summary, indent=2))
+    os.replace(temporary, run_dir / "summary.json")
+    return summary

@@ -170,41 +170,24 @@ class SAC:
                       loss.detach()}
 
     # ----------------------------------------------------------------------------- state
+    def optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        return {"actor_optimizer": self.actor_optimizer,
+                "critic_optimizer": self.critic_optimizer,
+                "alpha_optimizer": self.alpha_optimizer}
+
     def state_dict(self) -> dict[str, Any]:
-        """Tensors only (safetensors-ready) plus plain JSON metadata under ``"meta"``."""
-        tensors: dict[str, torch.Tensor] = {}
-        for name, module in self.modules().items():
-            tensors.update({f"{name}.{k}": v for k, v in module.state_dict().items()})
-        tensors["log_alpha"] = self.log_alpha.detach()
-        tensors["generator_state"] = self.generator.get_state()
-        optimizers = {"actor_optimizer": self.actor_optimizer,
-                      "critic_optimizer": self.critic_optimizer,
-                      "alpha_optimizer": self.alpha_optimizer}
-        for name, optimizer in optimizers.items():
-            for index, param_state in optimizer.state_dict()["state"].items():
-                tensors.update({f"{name}.{index}.{k}": torch.as_tensor(v)
-                                for k, v in param_state.items()})
-        return {"tensors": tensors, "meta": {"num_updates": self.num_updates}}
+        """Nested state: module and optimiser state dicts, temperature, generator, counters."""
+        return {**{name: module.state_dict() for name, module in self.modules().items()},
+                **{name: opt.state_dict() for name, opt in self.optimizers().items()},
+                "log_alpha": self.log_alpha.detach().clone(),
+                "generator_state": self.generator.get_state(), "num_updates": self.num_updates}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        tensors = state["tensors"]
         for name, module in self.modules().items():
-            prefix = f"{name}."
-            module.load_state_dict({k[len(prefix):]: v for k, v in tensors.items()
-                                    if k.startswith(prefix)})
+            module.load_state_dict(state[name])
+        for name, optimizer in self.optimizers().items():
+            optimizer.load_state_dict(state[name])
         with torch.no_grad():
-            self.log_alpha.copy_(tensors["log_alpha"])
-        self.generator.set_state(tensors["generator_state"])
-        optimizers = {"actor_optimizer": self.actor_optimizer,
-                      "critic_optimizer": self.critic_optimizer,
-                      "alpha_optimizer": self.alpha_optimizer}
-        for name, optimizer in optimizers.items():
-            saved = optimizer.state_dict()
-            per_param: dict[int, dict[str, torch.Tensor]] = {}
-            for key, value in tensors.items():
-                if key.startswith(name + "."):
-                    index, field = key[len(name) + 1:].split(".", 1)
-                    per_param.setdefault(int(index), {})[field] = value.clone()
-            saved["state"] = per_param
-            optimizer.load_state_dict(saved)
-        self.num_updates = int(state["meta"]["num_updates"])
+            self.log_alpha.copy_(state["log_alpha"])
+        self.generator.set_state(state["generator_state"])
+        self.num_updates = int(state["num_updates"])

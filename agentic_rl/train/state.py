@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from agentic_rl.train.checkpoint import (load_checkpoint, prefixed, save_checkpoint,
-                                         with_prefix)
+from agentic_rl.train.checkpoint import (flatten_state, load_checkpoint, prefixed,
+                                         save_checkpoint, unflatten_state, with_prefix)
 from agentic_rl.train.setup import Run
 
 FORCED_AFTER_EPISODES = 2  # checkpoint mid-episode if no episode boundary comes in this long
@@ -15,13 +15,12 @@ FORCED_AFTER_EPISODES = 2  # checkpoint mid-episode if no episode boundary comes
 def save_run(run: Run, collector) -> None:
     """Checkpoint now. Exact (bit-identical continuation) when every env is between episodes."""
     exact = collector.at_episode_boundary
-    algo_state = run.algo.state_dict()
-    tensors = {f"algo.{k}": v for k, v in algo_state["tensors"].items()}
+    tensors, algo_skeleton = flatten_state(run.algo.state_dict(), "algo")
     tensors["loop.sample_generator"] = run.sample_generator.get_state()
     meta: dict[str, Any] = {
         "step": run.step, "episodes": run.episodes, "wall_seconds": run.wall_seconds,
         "exact": exact, "reset_seeds": collector.episode_seeds.tolist(),
-        "rng": run.rng.bit_generator.state, "algo": algo_state["meta"],
+        "rng": run.rng.bit_generator.state, "algo": algo_skeleton,
         "curriculum_index": run.curriculum.index, "skills": run.skills.state_dict(),
         "current_skills": run.current_skills, "recent_episodes": run.recent_episodes,
         "eval_history": run.eval_history, "config": run.config.model_dump(mode="json")}
@@ -51,8 +50,7 @@ def maybe_checkpoint(run: Run, previous_step: int, collector) -> None:
 def restore_run(run: Run, folder) -> None:
     """Load a checkpoint written by ``save_run`` into a freshly built ``run``."""
     tensors, meta, buffers = load_checkpoint(folder)
-    algo_tensors = {k[len("algo."):]: v for k, v in tensors.items() if k.startswith("algo.")}
-    run.algo.load_state_dict({"tensors": algo_tensors, "meta": meta["algo"]})
+    run.algo.load_state_dict(unflatten_state(meta["algo"], tensors))
     run.sample_generator.set_state(tensors["loop.sample_generator"])
     run.rng.bit_generator.state = meta["rng"]
     run.step, run.episodes, run.wall_seconds = meta["step"], meta["episodes"], meta["wall_seconds"]
@@ -83,6 +81,5 @@ def pending_reset_seeds(run: Run) -> np.ndarray | None:
 def load_policy_into(algo, folder) -> None:
     """Load only the learner (networks, normalisers) from a checkpoint, e.g. for evaluation."""
     tensors, meta, _ = load_checkpoint(folder, with_buffers=False)
-    algo_tensors = {k[len("algo."):]: v for k, v in tensors.items() if k.startswith("algo.")}
-    algo.load_state_dict({"tensors": algo_tensors, "meta": meta["algo"]})
+    algo.load_state_dict(unflatten_state(meta["algo"], tensors))
 

@@ -45,6 +45,8 @@ def train_sb3_her(env_id: str, total_steps: int, seed: int, eval_freq: int, eval
             if self.num_timesteps % eval_freq == 0:
                 rate = evaluate_model(self.model)
                 history.append({"step": self.num_timesteps, "success_rate": rate})
+                print(f"sb3 seed {seed} step {self.num_timesteps}: eval success {rate:.2f}",
+                      flush=True)
                 if stop_success is not None and rate >= stop_success:
                     return False
             return True

@@ -25,6 +25,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-planner", action="store_true")
+    parser.add_argument("--plan-timeout", type=float, default=60.0,
+                        help="seconds for the pick_two plan (then the handcoded expert)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
 
@@ -34,15 +36,19 @@ def main(argv: list[str] | None = None) -> dict:
     from agentic_rl.envs.alfworld.demos import format_table, run_episodes, success_by_type
 
     env_kwargs = {"split": args.split, "data_path": args.data, "max_steps": args.max_steps,
-                  "use_planner": not args.no_planner}
-    results, seconds = {}, {}
+                  "use_planner": not args.no_planner, "plan_timeout_s": args.plan_timeout}
+    results, seconds, timeouts = {}, {}, 0
     for policy in ("random", "expert"):
         start = time.perf_counter()
         episodes = run_episodes(env_kwargs, args.games, policy, args.workers, args.seed)
         seconds[policy] = time.perf_counter() - start
         results[policy] = success_by_type(episodes)
+        if policy == "expert":
+            timeouts = sum(e["plan_timed_out"] for e in episodes)
     print(format_table(results))
+    print(f"pick_two plans that ran out of time (handcoded expert used): {timeouts}")
     report = {"split": args.split, "max_steps": args.max_steps, "planner": not args.no_planner,
+              "plan_timeout_s": args.plan_timeout, "plan_timeouts": timeouts,
               "success": results, "seconds": seconds}
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)

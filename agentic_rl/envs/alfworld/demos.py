@@ -51,7 +51,7 @@ def play_episode(env: Any, game_index: int, policy: str, seed: int) -> dict[str,
         steps["truncated"].append(truncated)
         if terminated or truncated:
             return {**steps, "gamefile": info["gamefile"], "task_type": info["task_type"],
-                    "success": bool(info["won"])}
+                    "success": bool(info["won"]), "plan_timed_out": info["plan_timed_out"]}
 
 
 def _worker(job: tuple[dict[str, Any], list[int], str, int]) -> list[dict[str, Any]]:
@@ -67,11 +67,11 @@ def _worker(job: tuple[dict[str, Any], list[int], str, int]) -> list[dict[str, A
 
 def run_episodes(env_kwargs: dict[str, Any], games: int | None, policy: str = "expert",
                  workers: int = 1, seed: int = 0) -> list[dict[str, Any]]:
-    """Play one episode on each of the first ``games`` games of an env config, in processes.
+    """Play one episode on each of ``games`` games of an env config, in parallel processes.
 
     Args:
         env_kwargs: arguments of ``ALFWorldEnv`` (split, data_path, games, max_steps, ...).
-        games: how many games (default: all of the split).
+        games: how many games, a seeded random subset of the split (default: all of them).
         policy: ``"expert"`` or ``"random"``.
         workers: worker processes (1 runs in this process).
         seed: base seed (episode on game i uses ``seed + i``).
@@ -85,8 +85,11 @@ def run_episodes(env_kwargs: dict[str, Any], games: int | None, policy: str = "e
         all_games = list_games(env_kwargs.get("split", "train"), env_kwargs.get("data_path"),
                                env_kwargs.get("task_types"))
         env_kwargs = {**env_kwargs, "games": [str(g) for g in all_games]}
-    count = min(games or len(env_kwargs["games"]), len(env_kwargs["games"]))
-    env_kwargs = {**env_kwargs, "games": env_kwargs["games"][:count]}
+    total = len(env_kwargs["games"])
+    count = min(games or total, total)
+    # A seeded subset spread over the split (split folders are sorted by task type).
+    chosen = sorted(np.random.default_rng(seed).choice(total, count, replace=False))
+    env_kwargs = {**env_kwargs, "games": [env_kwargs["games"][i] for i in chosen]}
     chunks = [list(range(count))[w::workers] for w in range(max(1, workers))]
     jobs = [(env_kwargs, chunk, policy, seed) for chunk in chunks if chunk]
     if len(jobs) == 1:

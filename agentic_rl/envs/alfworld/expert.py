@@ -8,6 +8,11 @@ plan it falls back to the handcoded expert.
 
 from __future__ import annotations
 
+import json
+import os
+import select
+import signal
+import time
 from typing import Any
 
 PLANNER_TASK_TYPES = frozenset({"pick_two_obj_and_place"})
@@ -20,10 +25,48 @@ def pddl_engine(env: Any) -> Any:
     return env
 
 
-def request_plan(env: Any) -> list[str]:
-    """Fast Downward plan (commands) from the current state of a loaded ALFWorld game."""
+def request_plan(env: Any, timeout_s: float | None = None) -> list[str] | None:
+    """Fast Downward plan (commands) from the current state of a loaded ALFWorld game.
+
+    Fast Downward's search takes under a second on most ALFWorld games but minutes (and
+    gigabytes) on a few. With ``timeout_s`` the search runs in a forked child process that is
+    killed when the time is up.
+
+    Args:
+        env: the TextWorld environment stack (engine innermost).
+        timeout_s: seconds allowed; None searches in this process without a limit.
+
+    Returns:
+        The plan's commands ([] if Fast Downward finds none), or None on timeout.
+    """
     engine = pddl_engine(env)
-    return list(engine._pddl_state.replan(engine._entity_infos))
+    if timeout_s is None:
+        return list(engine._pddl_state.replan(engine._entity_infos))
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: plan, send it, exit without running the parent's cleanup
+        os.close(read_end)
+        try:
+            plan = list(engine._pddl_state.replan(engine._entity_infos))
+            os.write(write_end, json.dumps(plan).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    try:
+        chunks, deadline = [], time.monotonic() + timeout_s
+        while True:
+            ready, _, _ = select.select([read_end], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                return None
+            chunk = os.read(read_end, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        os.waitpid(pid, 0)
+    return json.loads(b"".join(chunks) or b"[]")
 
 
 class ExpertTracker:
@@ -33,18 +76,24 @@ class ExpertTracker:
         task_type: the game's task type.
         use_planner: follow a Fast Downward plan for the task types in
             :data:`PLANNER_TASK_TYPES`.
+        plan_timeout_s: time allowed for the plan (then the handcoded expert is used).
     """
 
-    def __init__(self, task_type: str, use_planner: bool = True) -> None:
+    def __init__(self, task_type: str, use_planner: bool = True,
+                 plan_timeout_s: float | None = 60.0) -> None:
         self.task_type = task_type
         self.use_planner = use_planner and task_type in PLANNER_TASK_TYPES
+        self.plan_timeout_s = plan_timeout_s
+        self.plan_timed_out = False
         self.plan: list[str] = []
         self.plan_step = 0
         self.on_plan = False
 
     def reset(self, env: Any) -> None:
         """Request the plan (planner task types only); call right after the env's reset."""
-        self.plan = request_plan(env) if self.use_planner else []
+        plan = request_plan(env, self.plan_timeout_s) if self.use_planner else []
+        self.plan_timed_out = plan is None
+        self.plan = plan or []
         self.plan_step = 0
         self.on_plan = bool(self.plan)
 

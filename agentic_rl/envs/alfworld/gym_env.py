@@ -55,6 +55,8 @@ class ALFWorldEnv(gym.Env):
         encode: add MiniLM embeddings to the observation.
         expert: compute the expert's next command every step (``info["expert_command"]``).
         use_planner: use the Fast Downward plan for pick_two_obj_and_place.
+        plan_timeout_s: seconds allowed for that plan (searched in a forked process); past it the
+            handcoded expert is used (``info["plan_timed_out"]``). None: no limit.
         fast: use the fast engine (same observations as TextWorld's stock engine).
         step_penalty: reward added on every step (e.g. -0.01); 0 keeps the sparse reward.
         domain_randomization: shuffle the numbering of same-named objects per game load.
@@ -66,7 +68,8 @@ class ALFWorldEnv(gym.Env):
     def __init__(self, split: str = "train", data_path: str | None = None,
                  games: list[str] | None = None, task_types: list[str] | None = None,
                  max_commands: int = 64, max_steps: int = 50, encode: bool = False,
-                 expert: bool = True, use_planner: bool = True, fast: bool = True,
+                 expert: bool = True, use_planner: bool = True,
+                 plan_timeout_s: float | None = 60.0, fast: bool = True,
                  step_penalty: float = 0.0, domain_randomization: bool = False,
                  device: str = "cpu", render_mode: str | None = None) -> None:
         from agentic_rl.envs.alfworld.engine import make_engine
@@ -76,6 +79,7 @@ class ALFWorldEnv(gym.Env):
         self.max_steps = int(max_steps)
         self.expert_enabled = expert
         self.use_planner = use_planner
+        self.plan_timeout_s = plan_timeout_s
         self.step_penalty = float(step_penalty)
         self.render_mode = render_mode
         self.engine = make_engine(fast=fast, expert=expert,
@@ -133,7 +137,8 @@ class ALFWorldEnv(gym.Env):
         return {"won": bool(self._state["won"]), "task_type": self.task_type,
                 "admissible_commands": commands, "expert_command": expert,
                 "expert_action": commands.index(expert) if expert in commands else -1,
-                "gamefile": str(self.games[self._game_index]), "invalid_action": invalid}
+                "gamefile": str(self.games[self._game_index]), "invalid_action": invalid,
+                "plan_timed_out": bool(self._expert.plan_timed_out)}
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None,
@@ -157,7 +162,7 @@ class ALFWorldEnv(gym.Env):
         self._state = self.engine.reset()
         intro = self._state.feedback
         self.task = _clip(intro.rsplit("Your task is to: ", 1)[-1].strip())
-        self._expert = ExpertTracker(self.task_type, self.use_planner)
+        self._expert = ExpertTracker(self.task_type, self.use_planner, self.plan_timeout_s)
         if self.expert_enabled:
             self._expert.reset(self.engine)
         self._steps = 0

@@ -225,3 +225,16 @@ def test_async_vector_env_across_processes(generated: Path) -> None:
         assert won.all()
     finally:
         venv.close()
+
+
+def test_forked_plan_matches_in_process_plan_and_times_out(generated: Path) -> None:
+    from agentic_rl.envs.alfworld.engine import make_engine
+    from agentic_rl.envs.alfworld.expert import request_plan
+
+    game = next(g for g in list_games(data_path=generated) if "pick_two" in str(g))
+    env = make_engine(fast=True)
+    env.load(str(game))
+    env.reset()
+    forked = request_plan(env, timeout_s=30.0)
+    assert forked and forked == request_plan(env)
+    assert request_plan(env, timeout_s=0.0) is None

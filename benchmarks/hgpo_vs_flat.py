@@ -52,8 +52,11 @@ def build_algo(alg_cfg: dict[str, Any], envs: gym.vector.VectorEnv, seed: int):
     return PPO(PPOConfig.model_validate(alg_cfg), *spaces_, seed=seed)
 
 
-def run(config: dict[str, Any], seed: int, budget: int) -> dict[str, Any]:
-    """Train one seed; returns final eval success, the eval curve and wall-clock seconds."""
+def run(
+    config: dict[str, Any], seed: int, budget: int, goal_plot: Path | None = None
+) -> dict[str, Any]:
+    """Train one seed; returns final eval success, the eval curve and wall-clock seconds.
+    With ``goal_plot`` (HGPO only) also draws Manager goals against phi(s) to that PNG."""
     torch.set_num_threads(1)
     env_cfg, train_cfg = config["environment"], config["training"]
     envs = make_vec_env(env_cfg, env_cfg.get("num_envs", 16), seed)
@@ -72,8 +75,48 @@ def run(config: dict[str, Any], seed: int, budget: int) -> dict[str, Any]:
     )
     wall = time.perf_counter() - start
     sampled = evaluate(algo, eval_env, train_cfg["num_eval_episodes"], seed + 2000, deterministic=False)
+    if goal_plot is not None and isinstance(algo, HGPO):
+        plot_goals(algo, make_vec_env(env_cfg, 1, seed + 3000), goal_plot)
     return {"success": final["eval/success_rate"], "success_stochastic": sampled["eval/success_rate"],
             "curve": curve, "wall_seconds": wall}
+
+
+def plot_goals(algo: HGPO, env: gym.vector.VectorEnv, path: Path, episodes: int = 3) -> None:
+    """D1: phi(s) along sampled episodes (lines) and the Manager's goals (crosses), projected to
+    2-D with the principal axes of phi (identity for a 2-D goal space)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from agentic_rl.train.onpolicy import to_tensors
+
+    fig, ax = plt.subplots(figsize=(6, 5))
+    for episode in range(episodes):
+        obs, info = env.reset(seed=episode)
+        first, state, phis, goals, done = np.ones(1, bool), None, [], [], False
+        while not done:
+            tensors = to_tensors(obs, info, first)
+            action, state, extras = algo.act(tensors, state, deterministic=False)
+            phis.append(algo.phi(tensors)[0])
+            if extras["new_goal"][0]:
+                goals.append(extras["goal"][0])
+            obs, _, term, trunc, info = env.step(action.numpy())
+            first, done = term | trunc, bool(term[0] or trunc[0])
+        phi, goal = torch.stack(phis), torch.stack(goals)
+        if phi.shape[1] > 2:
+            mean = phi.mean(0)
+            axes = torch.linalg.svd(phi - mean, full_matrices=False).Vh[:2].T
+            phi, goal = (phi - mean) @ axes, (goal - mean) @ axes
+        line = ax.plot(phi[:, 1], phi[:, 0], alpha=0.7, label=f"episode {episode} phi(s)")[0]
+        ax.scatter(goal[:, 1], goal[:, 0], marker="x", color=line.get_color(), label="goals")
+    ax.invert_yaxis()
+    ax.set_xlabel("goal dim 1 (grid: column)")
+    ax.set_ylabel("goal dim 0 (grid: row)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -134,6 +177,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=None, help="env steps (default: config's)")
     parser.add_argument("--json", type=Path, required=True)
     parser.add_argument("--goal-reaching", action="store_true", help="run the section 6.1 check")
+    parser.add_argument("--goal-plot", type=Path, default=None, help="PNG of seed 0's goals (D1)")
     args = parser.parse_args()
     start = time.perf_counter()
     if args.goal_reaching:
@@ -145,7 +189,9 @@ def main() -> None:
         budget = args.budget or configs["hgpo"]["training"]["total_timesteps"]
         result = {"env": args.env, "budget_steps": budget, "seeds": args.seeds}
         for method, key in (("hgpo", "hgpo"), ("ppo", "flat")):
-            result[key] = summarise([run(configs[method], seed, budget) for seed in range(args.seeds)])
+            plots = {0: args.goal_plot} if method == "hgpo" else {}
+            runs = [run(configs[method], seed, budget, plots.get(seed)) for seed in range(args.seeds)]
+            result[key] = summarise(runs)
         print(f"budget {budget} env steps, {args.seeds} seeds; success = deterministic eval, "
               "sampled = stochastic-policy eval")
         print(f"{'method':8s} {'success':>14s} {'sampled':>14s} {'wall s':>8s}")

@@ -118,7 +118,7 @@ class FastPddlEnv(PddlEnv):
 
     def __init__(self, infos: textworld.EnvInfos | None = None) -> None:
         super().__init__(infos)
-        self._derivers = _derivers_lru()
+        self._derivers = _derivers_lru(maxsize=16)  # per-game memo of derived texts
         self._deriver: FastDeriver | None = None
 
     def load(self, filename_or_data: Any) -> None:

@@ -22,19 +22,23 @@ import fast_downward
 
 from agentic_rl.envs.alfworld.data import default_cache_dir
 
-_MEMORY_SIZE = 256
+_MEMORY_SIZE = 64  # games kept in memory; the disk cache serves the rest
 _FORMAT = 1
 
 
 class LRU(collections.OrderedDict):
-    """An ordered dict that keeps its most recently used entries."""
+    """An ordered dict that keeps its ``maxsize`` most recently used entries."""
+
+    def __init__(self, maxsize: int = _MEMORY_SIZE) -> None:
+        super().__init__()
+        self.maxsize = maxsize
 
     def get_or(self, key: Any, build: Callable[[], Any]) -> Any:
         if key in self:
             self.move_to_end(key)
             return self[key]
         value = self[key] = build()
-        if len(self) > _MEMORY_SIZE:
+        if len(self) > self.maxsize:
             self.popitem(last=False)
         return value
 

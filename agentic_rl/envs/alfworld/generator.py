@@ -58,6 +58,7 @@ LIMITED = {  # receptacles that only hold some object types; the rest hold every
     "GarbageCan": set(FOOD) | {"SoapBar", "Cloth", "Pencil", "Pen", "CD", "Newspaper",
                                "CreditCard", "ToiletPaper", "SprayBottle"},
 }
+_NOT_TARGETS = {"Microwave", "StoveBurner", "SinkBasin"}  # appliances, never the goal receptacle
 NEEDED = {"pick_clean_then_place_in_recep": ("SinkBasin", CLEANABLE),
           "pick_heat_then_place_in_recep": ("Microwave", HEATABLE),
           "pick_cool_then_place_in_recep": ("Fridge", COOLABLE)}
@@ -108,7 +109,8 @@ def _choose_task(task_type: str, room: str, rng: random.Random) -> tuple[str, st
             return None
         toggle = "DeskLamp"
     pairs = [(o, r) for o in objects for r in receptacles
-             if can_contain(r, o, spec["objects"]) and r not in {"Microwave", "StoveBurner"}]
+             if can_contain(r, o, spec["objects"]) and r not in _NOT_TARGETS
+             and (task_type == "pick_and_place_simple" or r != "GarbageCan")]
     if not pairs:
         return None
     target, parent = rng.choice(pairs)
@@ -247,7 +249,8 @@ def generate_games(out: str | Path, n: int, task_types: list[str] | None = None,
     Args:
         out: output folder (a folder of trials, usable as ``data_path``).
         n: number of games.
-        task_types: task types to cover (default all six).
+        task_types: task types to cover (default: all six; with ``rooms`` given, those the rooms
+            allow).
         rooms: room kinds to draw from (default all: kitchen, bathroom, bedroom, livingroom).
         max_receptacles: receptacles per room (small rooms for early curriculum stages).
         seed: generator seed.
@@ -255,13 +258,21 @@ def generate_games(out: str | Path, n: int, task_types: list[str] | None = None,
     Returns:
         Paths of the written ``game.tw-pddl`` files.
     """
-    task_types = list(task_types or TASK_TYPES)
     rooms = list(rooms or ROOMS)
+    if not task_types:
+        task_types = [t for t in TASK_TYPES if set(rooms) <= set(ROOMS)
+                      and any(_choose_task(t, r, random.Random(0)) for r in rooms)]
     bad = sorted(set(task_types) - set(TASK_TYPES)) + sorted(set(rooms) - set(ROOMS))
     if bad:
         raise ValueError(f"Unknown task types/rooms {bad}; allowed task types {list(TASK_TYPES)}, "
                          f"rooms {list(ROOMS)}")
     rng = random.Random(seed)
+    feasible = [t for t in task_types if any(_choose_task(t, r, random.Random(0)) for r in rooms)]
+    if len(feasible) < len(task_types):
+        missing = sorted(set(task_types) - set(feasible))
+        raise ValueError(f"Task types {missing} cannot be made in rooms {rooms} (e.g. "
+                         "look_at_obj_in_light needs a desk lamp: bedroom or livingroom; "
+                         "clean/heat/cool need a kitchen or bathroom appliance)")
     written: list[Path] = []
     attempts = 0
     while len(written) < n:

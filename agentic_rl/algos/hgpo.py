@@ -20,31 +20,16 @@ from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentic_rl.algos import hgpo_losses
-from agentic_rl.algos.ppo import ActionScaler, flat_obs, ppo_epochs, space_dim
+from agentic_rl.algos.ppo import ActionScaler, PPOUpdateConfig, flat_obs, ppo_epochs, space_dim
 from agentic_rl.data.hierarchical import ManagerSegments, manager_segments, period_ends
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
 from agentic_rl.nets.goal_encoder import GoalEncoder, ManagerNet, SuccessPredictor, WorkerNet
 
 
-class LevelConfig(BaseModel):
+class LevelConfig(PPOUpdateConfig):
     """PPO settings of one level (Manager or Worker)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    learning_rate: float = Field(3e-4, gt=0)
-    gamma: float = Field(0.99, ge=0, le=1)
-    gae_lambda: float = Field(0.95, ge=0, le=1)
-    clip_range: float = Field(0.2, gt=0)
-    value_clip_range: float | None = Field(None, gt=0)
-    ent_coef: float = Field(0.01, ge=0)
-    vf_coef: float = Field(0.5, ge=0)
-    max_grad_norm: float = Field(0.5, gt=0)
-    n_epochs: int = Field(4, ge=1)
-    minibatch_size: int = Field(256, ge=1)
-    normalize_advantage: bool = True
-    target_kl: float | None = Field(None, gt=0)
     update_every: int = Field(1, ge=1, description="update this level every k rollouts")
-    hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64])
 
 
 class HGPOConfig(BaseModel):

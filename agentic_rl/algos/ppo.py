@@ -22,12 +22,11 @@ from agentic_rl.data.rollout import Rollout, flatten_time, gae
 from agentic_rl.nets.categorical import ValueHead, make_policy_head
 
 
-class PPOConfig(BaseModel):
-    """PPO hyper-parameters (the ``algorithm`` section of a config with ``name: ppo``)."""
+class PPOUpdateConfig(BaseModel):
+    """The clipped-objective update's settings, shared by PPO and each HGPO level."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: Literal["ppo"] = "ppo"
     learning_rate: float = Field(3e-4, gt=0)
     gamma: float = Field(0.99, ge=0, le=1)
     gae_lambda: float = Field(0.95, ge=0, le=1)
@@ -38,12 +37,18 @@ class PPOConfig(BaseModel):
     max_grad_norm: float = Field(0.5, gt=0)
     n_epochs: int = Field(4, ge=1)
     minibatch_size: int = Field(256, ge=1)
-    rollout_steps: int = Field(128, ge=1, description="steps per env between updates")
-    hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64])
-    activation: Literal["tanh", "relu"] = "tanh"
-    continuous_head: Literal["tanh", "gaussian"] = "tanh"
     normalize_advantage: bool = True
     target_kl: float | None = Field(None, gt=0, description="stop the epochs early above this")
+    hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64])
+
+
+class PPOConfig(PPOUpdateConfig):
+    """PPO hyper-parameters (the ``algorithm`` section of a config with ``name: ppo``)."""
+
+    name: Literal["ppo"] = "ppo"
+    rollout_steps: int = Field(128, ge=1, description="steps per env between updates")
+    activation: Literal["tanh", "relu"] = "tanh"
+    continuous_head: Literal["tanh", "gaussian"] = "tanh"
     obs_keys: list[str] = Field(default_factory=lambda: ["observation", "desired_goal"])
 
 

@@ -123,26 +123,14 @@ class TanhGaussianHead(nn.Module):
         return self.actor.deterministic(x)
 
 
-class TanhDiagGaussianActor(nn.Module):
+class TanhDiagGaussianActor(DiagGaussianActor):
     """pi(a | x) = tanh(N(mu(x), diag(exp(log_std)))) with a state-independent learned ``log_std``.
 
     Unlike ``TanhGaussianActor`` the spread starts at ``exp(init_log_std)`` for every state, so an
     on-policy learner explores the whole box from the start (HGPO's Manager uses it for goals).
     ``evaluate`` returns the closed-form entropy of the pre-tanh Gaussian. Actions ``[B, act_dim]``
-    in (-1, 1).
+    in (-1, 1). Same constructor as ``DiagGaussianActor``.
     """
-
-    def __init__(
-        self,
-        in_dim: int,
-        act_dim: int,
-        hidden_sizes: Sequence[int],
-        activation: str = "tanh",
-        init_log_std: float = 0.0,
-    ) -> None:
-        super().__init__()
-        self.net = mlp(in_dim, hidden_sizes, act_dim, activation)
-        self.log_std = nn.Parameter(torch.full((act_dim,), init_log_std))
 
     def sample(self, x, mask=None, generator: torch.Generator | None = None):
         mean = self.net(x)

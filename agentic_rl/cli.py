@@ -1,4 +1,4 @@
-"""``agentic-rl``: train | eval | demos | verify | plot.
+"""``agentic-rl``: train | eval | demos | verify | plot | alfworld-gen.
 
 User errors (bad config, unknown env, missing demo file, corrupt checkpoint) end with one line
 ``error: ...`` that says what to fix, and exit status 2.
@@ -100,7 +100,12 @@ def eval_onpolicy(config, run_dir: Path, episodes: int, seed: int) -> dict:
 
 
 def cmd_demos(args: argparse.Namespace) -> None:
+    from agentic_rl.envs.alfworld import cli as alfworld_cli
     from agentic_rl.experts.demos import record_demos, save_demos
+
+    if args.env == alfworld_cli.ENV_ID:
+        alfworld_cli.run_alfworld_demos(args)
+        return
 
     arrays = record_demos(args.env, args.episodes, seed=args.seed,
                           successful_only=not args.keep_failures)
@@ -137,6 +142,8 @@ def cmd_plot(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from agentic_rl.envs.alfworld import cli as alfworld_cli
+
     parser = argparse.ArgumentParser(prog="agentic-rl", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -170,6 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     demos.add_argument("--keep-failures", action="store_true",
                        help="also keep episodes the expert failed")
     demos.set_defaults(func=cmd_demos)
+    alfworld_cli.add_demo_arguments(demos)
+    alfworld_cli.register(sub)  # alfworld-gen
 
     verify = sub.add_parser("verify", help="prove or falsify safety properties of a policy")
     verify.add_argument("run_dir", help="run folder (its latest checkpoint) or a checkpoint")

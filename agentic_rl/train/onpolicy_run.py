@@ -24,6 +24,7 @@ from agentic_rl.train.checkpoint import (flatten_state, latest_checkpoint, load_
 from agentic_rl.train.logger import Logger, truncate_metrics
 from agentic_rl.train.onpolicy import train_onpolicy
 from agentic_rl.train.progress import Progress
+from agentic_rl.train.safety import wrap_onpolicy_safety
 
 ON_POLICY = {"ppo": PPO, "hgpo": HGPO}
 EVAL_ENVS = 4
@@ -53,6 +54,8 @@ def train_onpolicy_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
         truncate_metrics(run_dir / "metrics.csv", done_steps)
     eval_env = make_onpolicy_vec_env(config.environment.name, EVAL_ENVS,
                                      config.environment.kwargs, training.seed + 1000)
+    envs, eval_env = wrap_onpolicy_safety(config, envs, eval_env)
+    safe = config.verification.property_file is not None
     logger = Logger(run_dir, purge_step=done_steps if resume else None)
     started = time.perf_counter()
     last_checkpoint = [done_steps]
@@ -68,6 +71,8 @@ def train_onpolicy_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
         last_success = [float("nan")]
 
         def log(step: int, metrics: dict[str, float]) -> None:
+            if safe:
+                metrics = {**metrics, **envs.metrics(), **eval_env.metrics("eval_")}
             logger.log(done_steps + step, metrics)
             last_success[0] = metrics.get("eval/success_rate", last_success[0])
             progress.update(done_steps + step, last_success[0])
@@ -94,6 +99,10 @@ def train_onpolicy_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
                "wall_seconds": round(time.perf_counter() - started, 2),
                "seed": training.seed, "env": config.environment.name,
                "algorithm": config.algorithm.name}
+    if safe:
+        summary["safety"] = {"train": envs.monitor.summary(), "eval": eval_env.monitor.summary(),
+                             "train_shield_interventions": envs.interventions,
+                             "eval_shield_interventions": eval_env.interventions}
     temporary = run_dir / "summary.json.tmp"
     temporary.write_text(json.dumps(summary, indent=2))
     os.replace(temporary, run_dir / "summary.json")

@@ -1,18 +1,23 @@
 """Run-time safety in the loops: a monitor on every step and an optional shield (SPEC V2, V3).
 
-Built from ``config.verification``; the shield uses the one-step model the environment declares
-(Fetch position control) and otherwise only clips to the declared action bounds.
+Built from ``config.verification``. Continuous actions (off-policy loop): the shield uses the
+one-step model the environment declares (Fetch position control) and otherwise only clips to
+the declared action bounds. Discrete actions (on-policy loop): ``SafeVectorEnv`` masks
+forbidden actions (and, in grid worlds, moves into forbidden cells) before sampling.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import gymnasium as gym
 import numpy as np
 import torch
 
+from agentic_rl.train.onpolicy import true_next_obs
+from agentic_rl.verify.finite import grid_states_from_obs, gridworld_system, safe_action_mask
 from agentic_rl.verify.monitor import SafetyMonitor
-from agentic_rl.verify.shield import ContinuousShield
+from agentic_rl.verify.shield import ContinuousShield, DiscreteShield
 from agentic_rl.verify.spec import load_properties
 from agentic_rl.verify.step_model import declared_step_model
 
@@ -70,3 +75,74 @@ def build_safety(config, env) -> Safety | None:
     return Safety(SafetyMonitor(properties), SafetyMonitor(properties),
                   shield() if settings.shield_train else None,
                   shield() if settings.shield_eval else None)
+
+
+class SafeVectorEnv(gym.vector.VectorWrapper):
+    """Monitor and (optionally) shield a discrete-action vector env for the on-policy loop.
+
+    Every step is checked by ``monitor`` on the observation it reached (the final observation
+    for episodes that ended). With a shield, ``info["action_mask"]`` (which the on-policy loop
+    feeds to the policy before sampling) is intersected with the shield's mask: statically
+    forbidden actions, and for grid worlds every move whose next cell breaks a state property.
+    An intervention is an env step at which the shield removed an otherwise available action.
+    """
+
+    def __init__(self, env, properties, monitor: SafetyMonitor, shield: bool) -> None:
+        super().__init__(env)
+        self.monitor, self.shielded = monitor, shield
+        self.static = DiscreteShield(properties)
+        self.grid = None
+        core = getattr(env, "core", None)
+        if shield and core is not None and any(
+                p.kind in ("state_box", "state_halfspace", "forbidden_box")
+                for p in properties.properties):
+            self.grid = (core, gridworld_system(core, properties))
+        self.interventions = self.steps = 0
+        self.episode_step = np.zeros(env.num_envs, dtype=np.int64)
+
+    def _mask(self, obs: dict, info: dict) -> dict:
+        if not self.shielded:
+            return info
+        n_actions = int(self.env.single_action_space.n)
+        base = np.asarray(info.get("action_mask", np.ones((self.num_envs, n_actions), bool)))
+        mask = base & self.static.action_mask(n_actions)[None]
+        if self.grid is not None:
+            core, system = self.grid
+            mask &= safe_action_mask(system, grid_states_from_obs(core, obs["observation"]))
+        mask[~mask.any(1)] = base[~mask.any(1)]  # nothing safe: leave the env's own choices
+        self.interventions += int((mask != base).any(1).sum())
+        self.steps += self.num_envs
+        return {**info, "action_mask": mask}
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.episode_step[:] = 0
+        return obs, self._mask(obs, info)
+
+    def step(self, actions):
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        done = np.logical_or(terminated, truncated)
+        reached = true_next_obs(obs, info, done)
+        self.monitor.check(reached["observation"], np.asarray(actions), self.episode_step)
+        self.episode_step = np.where(done, 0, self.episode_step + 1)
+        return obs, reward, terminated, truncated, self._mask(obs, info)
+
+    def metrics(self, prefix: str = "") -> dict[str, float]:
+        out = {k.replace("safety/", f"safety/{prefix}"): v
+               for k, v in self.monitor.metrics().items()}
+        if self.shielded:
+            out[f"safety/{prefix}shield_interventions"] = float(self.interventions)
+        return out
+
+
+def wrap_onpolicy_safety(config, envs, eval_env):
+    """``(envs, eval_env)`` wrapped per ``config.verification`` (unchanged without a file)."""
+    settings = config.verification
+    if settings.property_file is None:
+        return envs, eval_env
+    properties = load_properties(settings.property_file)
+    if not isinstance(envs.single_action_space, gym.spaces.Discrete):
+        raise ValueError("the on-policy safety wrapper handles discrete actions; continuous "
+                         "actions are shielded in the off-policy loop")
+    return (SafeVectorEnv(envs, properties, SafetyMonitor(properties), settings.shield_train),
+            SafeVectorEnv(eval_env, properties, SafetyMonitor(properties), settings.shield_eval))

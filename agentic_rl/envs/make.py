@@ -44,7 +44,8 @@ def register_all() -> None:
 
 
 def make_env(name: str, kwargs: dict[str, Any] | None = None, goal_region=None) -> gym.Env:
-    """``gym.make`` with a clear error for unknown ids; plain Box envs get empty goals;
+    """``gym.make`` with a clear error for unknown ids; plain Box envs get empty goals (other
+    spaces, e.g. ALFWorld's text, pass through unchanged);
     ``goal_region`` (a ``config.GoalRegionConfig``) restricts where goals are sampled."""
     register_all()
     if name not in gym.registry:
@@ -56,10 +57,7 @@ def make_env(name: str, kwargs: dict[str, Any] | None = None, goal_region=None) 
         env = gym.make(name, **(kwargs or {}))
     except TypeError as error:
         raise EnvError(f"environment {name!r} rejected environment.kwargs: {error}") from None
-    if not is_goal_env(env):
-        if not isinstance(env.observation_space, gym.spaces.Box):
-            raise EnvError(f"{name} has observation space {env.observation_space}; the "
-                           "off-policy learners need a Box or a goal Dict space")
+    if not is_goal_env(env) and isinstance(env.observation_space, gym.spaces.Box):
         env = FlatToGoalObservation(env)
     if goal_region is not None:
         env = GoalRegion(env, goal_region.low, goal_region.high, goal_region.exclude)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -15,8 +16,8 @@ from agentic_rl.config import ExperimentConfig
 from agentic_rl.data.prototypes import PrototypeBuffer
 from agentic_rl.data.replay import ReplayBuffer
 from agentic_rl.envs.curriculum import Curriculum
-from agentic_rl.envs.goal import GoalFunctions, goal_functions
-from agentic_rl.envs.make import make_env, make_vec_env
+from agentic_rl.envs.goal import GoalFunctions, goal_functions, is_goal_env
+from agentic_rl.envs.make import EnvError, make_env, make_vec_env
 from agentic_rl.experts import has_expert
 from agentic_rl.experts.demos import load_demos, record_demos, save_demos, split_episodes
 from agentic_rl.train.safety import Safety, build_safety
@@ -63,8 +64,12 @@ def resolve_device(name: str) -> str:
 
 
 def spaces_of(env) -> dict[str, Any]:
-    """Dimensions and action bounds the learners are built from."""
+    """Dimensions and action bounds the off-policy learners are built from."""
     space = env.observation_space
+    if not is_goal_env(env) or not isinstance(env.action_space, gym.spaces.Box):
+        raise EnvError(f"SAC/OPD need a Box (or goal Dict) observation space and a Box action "
+                       f"space; {env.spec.id if env.spec else env} has {space} and "
+                       f"{env.action_space} (use ppo or hgpo for discrete actions)")
     return {"obs_dim": int(np.prod(space["observation"].shape)),
             "goal_dim": int(np.prod(space["desired_goal"].shape)),
             "act_dim": int(np.prod(env.action_space.shape)),

@@ -104,8 +104,14 @@ class SafeVectorEnv(gym.vector.VectorWrapper):
         if not self.shielded:
             return info
         n_actions = int(self.env.single_action_space.n)
-        base = np.asarray(info.get("action_mask", np.ones((self.num_envs, n_actions), bool)))
+        base = info.get("action_mask", obs.get("action_mask") if isinstance(obs, dict) else None)
+        base = (np.ones((self.num_envs, n_actions), bool) if base is None
+                else np.asarray(base).astype(bool))
         mask = base & self.static.action_mask(n_actions)[None]
+        for env, commands in enumerate(info.get("admissible_commands", [])):
+            if commands is not None and len(commands):  # text actions: regex on each command
+                allowed = self.static.command_mask(list(commands)[:n_actions])
+                mask[env, : len(allowed)] &= allowed
         if self.grid is not None:
             core, system = self.grid
             mask &= safe_action_mask(system, grid_states_from_obs(core, obs["observation"]))

@@ -120,7 +120,7 @@ class FastDeriver:
                 result += [item, separator]
             result[-1] = (NonterminalSymbol("list_last_separator"), context)
             return result + [items[-1]]
-        raise NotImplementedError(f"Unknown symbol: {type(symbol)}")
+        raise TypeError(f"Unknown symbol: {type(symbol)}")
 
     def derive_uncached(self, start: str, context: dict) -> str:
         """Derive ``start`` in ``context`` (same result as ``grammar.derive(start, context)``)."""

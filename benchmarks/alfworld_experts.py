@@ -9,10 +9,14 @@ for pick_two_obj_and_place; ``--no-planner`` shows the handcoded expert alone.
 
 from __future__ import annotations
 
+import sys
+
 import argparse
-import json
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import write_json  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -50,9 +54,7 @@ def main(argv: list[str] | None = None) -> dict:
     report = {"split": args.split, "max_steps": args.max_steps, "planner": not args.no_planner,
               "plan_timeout_s": args.plan_timeout, "plan_timeouts": timeouts,
               "success": results, "seconds": seconds}
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2))
+    write_json(args.json, report)
     return report
 
 

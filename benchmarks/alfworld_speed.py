@@ -15,11 +15,13 @@ Set AGENTIC_RL_CACHE to an empty folder to time first visits with a cold transla
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import write_json  # noqa: E402
 
 
 def play(env, game: str, seed: int, steps: int, commands: list[str] | None) -> tuple:
@@ -106,9 +108,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"ours, revisited games (warm translation cache): {warm_reset_s:.3f} s per load+reset")
     print(f"speedup x{report['speedup']:.1f} (steps), x{report['reset_speedup']:.1f} (reset); "
           f"identical on {args.trajectories} trajectories: {report['identical']}")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2))
+    write_json(args.json, report)
     return report
 
 

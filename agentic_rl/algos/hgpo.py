@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
-from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentic_rl.algos import hgpo_losses

@@ -21,8 +21,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from agentic_rl.envs.grid_layouts import (  # noqa: F401  (re-exported)
-    DELTAS, LAYOUTS, GridLayout, open_room, parse_layout, resolve_layout)
+from agentic_rl.envs.grid_layouts import DELTAS, GridLayout, resolve_layout
 
 
 class GridCore:

@@ -72,7 +72,7 @@ def search_counterexample(
     width = high - low
     noise = torch.rand((max(starts - 1, 0), low.numel()), generator=generator, dtype=dtype)
     points = torch.cat([((low + high) / 2)[None], low + width * noise])
-    best_point, best_output, best_margin = points[0], None, -torch.inf
+    best_point, best_margin = points[0], -torch.inf
     for step in range(steps + 1):
         points = points.detach().requires_grad_(True)
         with torch.enable_grad():
@@ -83,7 +83,7 @@ def search_counterexample(
         top = int(margin.argmax())
         if float(margin[top]) > best_margin:
             best_margin = float(margin[top])
-            best_point, best_output = points[top].detach().clone(), output[top].detach().clone()
+            best_point = points[top].detach().clone()
         if step == steps:
             break
         size = width * (0.25 - 0.24 * step / max(steps - 1, 1))

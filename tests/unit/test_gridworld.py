@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
+from agentic_rl.envs.grid_layouts import parse_layout
 from agentic_rl.envs.gridworld import (
     BatchGridWorld,
     GridWorldEnv,
-    parse_layout,
     register_envs,
 )
 

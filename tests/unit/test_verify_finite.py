@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from agentic_rl.envs.gridworld import DELTAS, GridCore, resolve_layout
+from agentic_rl.envs.grid_layouts import DELTAS, resolve_layout
+from agentic_rl.envs.gridworld import GridCore
 from agentic_rl.verify.finite import (
     grid_states_from_obs,
     gridworld_system,

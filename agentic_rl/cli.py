@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from agentic_rl.algos import ON_POLICY
 from agentic_rl.config import ConfigError
 
 RUNS_DIR = "runs"
@@ -51,11 +52,10 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
     from agentic_rl.config import validate_config
     from agentic_rl.envs.make import make_env
-    from agentic_rl.train.checkpoint import latest_checkpoint
+    from agentic_rl.train.checkpoint import latest_checkpoint, load_learner
     from agentic_rl.train.evaluate import evaluate
     from agentic_rl.train.safety import build_safety
     from agentic_rl.train.setup import build_algo, spaces_of
-    from agentic_rl.train.state import load_policy_into
 
     run_dir = Path(args.run_dir)
     config_path = run_dir / "config.yaml"
@@ -63,7 +63,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
         raise FileNotFoundError(f"{config_path} not found; pass a run folder written by "
                                 "`agentic-rl train`")
     config = validate_config(yaml.safe_load(config_path.read_text()))
-    if config.algorithm.name in ("ppo", "hgpo"):
+    if config.algorithm.name in ON_POLICY:
         report = eval_onpolicy(config, run_dir, args.episodes, args.seed)
         print(json.dumps(report, indent=2))
         if args.json:
@@ -72,7 +72,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
     env = make_env(config.environment.name, config.environment.kwargs,
                    config.environment.goal_region)
     algo = build_algo(config, spaces_of(env))
-    load_policy_into(algo, latest_checkpoint(run_dir))
+    load_learner(algo, latest_checkpoint(run_dir))
     safety = build_safety(config, env)
     shield = safety.eval_shield if safety and not args.no_shield else None
     result = evaluate(algo, env, args.episodes, args.seed, shield=shield,
@@ -87,13 +87,12 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
 def eval_onpolicy(config, run_dir: Path, episodes: int, seed: int) -> dict:
     """Deterministic evaluation of a PPO/HGPO run's latest checkpoint."""
-    from agentic_rl.train.checkpoint import latest_checkpoint, load_checkpoint, unflatten_state
+    from agentic_rl.train.checkpoint import latest_checkpoint, load_learner
     from agentic_rl.train.onpolicy import evaluate
     from agentic_rl.train.onpolicy_run import EVAL_ENVS, build_onpolicy
 
     env, algo = build_onpolicy(config, EVAL_ENVS, seed)
-    tensors, meta, _ = load_checkpoint(latest_checkpoint(run_dir), with_buffers=False)
-    algo.load_state_dict(unflatten_state(meta["skeleton"], tensors))
+    load_learner(algo, latest_checkpoint(run_dir))
     metrics = evaluate(algo, env, episodes, seed)
     return {"run": str(run_dir), "env": config.environment.name, "episodes": episodes,
             **{k.split("/")[1]: v for k, v in metrics.items()}}

@@ -19,8 +19,7 @@ from common import markdown_table, write_json  # noqa: E402
 
 from agentic_rl.config import load_config  # noqa: E402
 from agentic_rl.envs.gridworld import GridWorldEnv  # noqa: E402
-from agentic_rl.train.checkpoint import latest_checkpoint, load_checkpoint  # noqa: E402
-from agentic_rl.train.checkpoint import unflatten_state  # noqa: E402
+from agentic_rl.train.checkpoint import latest_checkpoint, load_learner  # noqa: E402
 from agentic_rl.train.onpolicy_run import build_onpolicy  # noqa: E402
 from agentic_rl.train.run import train  # noqa: E402
 from agentic_rl.verify.finite import gridworld_system, verify_finite  # noqa: E402
@@ -69,8 +68,7 @@ def main() -> None:
     if not (run_dir / "summary.json").exists():
         train(config, run_dir, show_progress=False)
     _, algo = build_onpolicy(config, 1, 0)
-    tensors, meta, _ = load_checkpoint(latest_checkpoint(run_dir), with_buffers=False)
-    algo.load_state_dict(unflatten_state(meta["skeleton"], tensors))
+    load_learner(algo, latest_checkpoint(run_dir))
     env_kwargs = {"layout": "open", **config.environment.kwargs}
     core = GridWorldEnv(**env_kwargs).core
     properties = load_properties(args.property)

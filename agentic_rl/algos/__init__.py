@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from agentic_rl.algos.hgpo import HGPO
 from agentic_rl.algos.opd import OPD
+from agentic_rl.algos.ppo import PPO
 from agentic_rl.algos.sac import SAC
 
 OFF_POLICY = {"sac": SAC, "opd": OPD}
+ON_POLICY = {"ppo": PPO, "hgpo": HGPO}

@@ -92,6 +92,17 @@ def load_checkpoint(folder: str | Path, with_buffers: bool = True):
     return tensors, state, buffers
 
 
+def load_learner(algo, folder: str | Path) -> dict[str, Any]:
+    """Load a learner's state (saved under ``algo.`` by either loop) from a checkpoint folder,
+    without its buffers; returns the checkpoint's JSON metadata."""
+    tensors, meta, _ = load_checkpoint(folder, with_buffers=False)
+    if "algo" not in meta:
+        raise CheckpointError(f"checkpoint {folder} has no learner state under 'algo' (written "
+                              "by an older agentic-rl); retrain, or load it with that version")
+    algo.load_state_dict(unflatten_state(meta["algo"], tensors))
+    return meta
+
+
 def prefixed(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
     """Select the arrays under ``prefix/`` and strip it."""
     start = len(prefix) + 1

@@ -15,18 +15,16 @@ from pathlib import Path
 
 import torch
 
-from agentic_rl.algos.hgpo import HGPO
-from agentic_rl.algos.ppo import PPO
+from agentic_rl.algos import ON_POLICY
 from agentic_rl.config import ExperimentConfig
 from agentic_rl.envs.make import make_onpolicy_vec_env
-from agentic_rl.train.checkpoint import (flatten_state, latest_checkpoint, load_checkpoint,
-                                         save_checkpoint, unflatten_state)
+from agentic_rl.train.checkpoint import (flatten_state, latest_checkpoint, load_learner,
+                                         save_checkpoint)
 from agentic_rl.train.logger import Logger, truncate_metrics
 from agentic_rl.train.onpolicy import train_onpolicy
 from agentic_rl.train.progress import Progress
 from agentic_rl.train.safety import wrap_onpolicy_safety
 
-ON_POLICY = {"ppo": PPO, "hgpo": HGPO}
 EVAL_ENVS = 4
 
 
@@ -48,9 +46,7 @@ def train_onpolicy_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
     envs, algo = build_onpolicy(config, config.environment.num_envs, training.seed)
     done_steps = 0
     if resume:
-        tensors, meta, _ = load_checkpoint(latest_checkpoint(run_dir), with_buffers=False)
-        algo.load_state_dict(unflatten_state(meta["skeleton"], tensors))
-        done_steps = int(meta["step"])
+        done_steps = int(load_learner(algo, latest_checkpoint(run_dir))["step"])
         truncate_metrics(run_dir / "metrics.csv", done_steps)
     eval_env = make_onpolicy_vec_env(config.environment.name, EVAL_ENVS,
                                      config.environment.kwargs, training.seed + 1000)
@@ -61,9 +57,9 @@ def train_onpolicy_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
     last_checkpoint = [done_steps]
 
     def checkpoint(step: int) -> None:
-        tensors, skeleton = flatten_state(algo.state_dict())
+        tensors, skeleton = flatten_state(algo.state_dict(), "algo")
         save_checkpoint(run_dir / "checkpoints", step, tensors,
-                        {"step": step, "skeleton": skeleton,
+                        {"step": step, "algo": skeleton,
                          "config": config.model_dump(mode="json")}, {})
         last_checkpoint[0] = step
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import yaml
 
+from agentic_rl.algos import ON_POLICY
 from agentic_rl.config import ConfigError, ExperimentConfig, dump_config, validate_config
 from agentic_rl.train import state
 from agentic_rl.train.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
@@ -74,7 +75,7 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
     """Train, write ``summary.json`` and return it."""
     run_dir = Path(run_dir)
     prepare_run_dir(config, run_dir, resume)
-    if config.algorithm.name in ("ppo", "hgpo"):
+    if config.algorithm.name in ON_POLICY:
         if init_from is not None:
             raise ConfigError("--init-from transfers SAC/OPD actors and prototypes; it does not "
                               f"apply to {config.algorithm.name}")

@@ -97,7 +97,7 @@ class SafeVectorEnv(gym.vector.VectorWrapper):
                 p.kind in ("state_box", "state_halfspace", "forbidden_box")
                 for p in properties.properties):
             self.grid = (core, gridworld_system(core, properties))
-        self.interventions = self.steps = 0
+        self.interventions = 0
         self.episode_step = np.zeros(env.num_envs, dtype=np.int64)
 
     def _mask(self, obs: dict, info: dict) -> dict:
@@ -117,7 +117,6 @@ class SafeVectorEnv(gym.vector.VectorWrapper):
             mask &= safe_action_mask(system, grid_states_from_obs(core, obs["observation"]))
         mask[~mask.any(1)] = base[~mask.any(1)]  # nothing safe: leave the env's own choices
         self.interventions += int((mask != base).any(1).sum())
-        self.steps += self.num_envs
         return {**info, "action_mask": mask}
 
     def reset(self, **kwargs):

@@ -78,8 +78,3 @@ def pending_reset_seeds(run: Run) -> np.ndarray | None:
     return seeds
 
 
-def load_policy_into(algo, folder) -> None:
-    """Load only the learner (networks, normalisers) from a checkpoint, e.g. for evaluation."""
-    tensors, meta, _ = load_checkpoint(folder, with_buffers=False)
-    algo.load_state_dict(unflatten_state(meta["algo"], tensors))
-

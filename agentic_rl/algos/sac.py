@@ -15,8 +15,9 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentic_rl.algos import losses
+from agentic_rl.algos.optim import FusedAdam
 from agentic_rl.nets.actors import TanhGaussianActor
-from agentic_rl.nets.critics import EnsembleQ
+from agentic_rl.nets.critics import EnsembleQ, frozen_alias
 from agentic_rl.nets.normalizer import RunningNormalizer
 
 Batch = dict[str, Any]
@@ -68,10 +69,16 @@ class SAC:
         self.log_alpha.requires_grad_(True)
         self.target_entropy = (-float(act_dim) if agent.target_entropy == "auto"
                                else float(agent.target_entropy))
-        adam = {"fused": True}  # one kernel per optimiser step instead of one per tensor op
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), agent.actor_lr, **adam)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), agent.critic_lr, **adam)
-        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], agent.alpha_lr)
+        # The actor loss reads Q through these aliases of the critic's weights, which take no
+        # gradient, so critic, actor and temperature losses share one backward pass.
+        self.frozen_critic = frozen_alias(self.critic)
+        # One fused Adam over three parameter groups: one optimiser call per update.
+        self.optimizer = FusedAdam(
+            [{"params": self.actor.parameters(), "lr": agent.actor_lr},
+             {"params": self.critic.parameters(), "lr": agent.critic_lr},
+             {"params": [self.log_alpha], "lr": agent.alpha_lr}])
+        self.online_params = list(self.critic.parameters())
+        self.target_params = list(self.target_critic.parameters())
         self.generator = torch.Generator(device=self.device)
         self.num_updates = 0
 
@@ -120,8 +127,11 @@ class SAC:
         return self.log_alpha.detach().exp()
 
     def update(self, batch: Batch) -> dict[str, float]:
-        """One gradient step on critic, actor and temperature; then the target update."""
-        batch = {k: (v.to(self.device) if torch.is_tensor(v) else v) for k, v in batch.items()}
+        """One gradient step on critic, actor and temperature (one backward pass over the sum of
+        their losses, each of which reaches only its own parameters); then the target update.
+        The actor loss uses the critic as it was before this step's critic update."""
+        if self.device.type != "cpu":  # replay batches live on the CPU
+            batch = {k: (v.to(self.device) if torch.is_tensor(v) else v) for k, v in batch.items()}
         goal = batch.get("desired_goal")
         x = self.policy_input(batch["obs"], goal)
         next_x = self.policy_input(batch["next_obs"], goal)
@@ -134,32 +144,21 @@ class SAC:
                                           next_log_prob, alpha, self.config.gamma)
         q = self.critic(x, batch["action"])
         critic_loss = losses.critic_loss(q, target)
-        self.critic_optimizer.zero_grad(set_to_none=True)
-        critic_loss.backward()
-        self.critic_optimizer.step()
-
         action, log_prob, _, std = self.actor.sample(x, self.generator)
-        self.critic.requires_grad_(False)  # the actor loss needs no critic weight gradients
-        q_pi = self.critic(x, action)
+        q_pi = self.frozen_critic(x, action)
         actor_loss, actor_metrics = self.actor_loss(q_pi, log_prob, alpha, batch)
-        self.critic.requires_grad_(True)
-        self.actor_optimizer.zero_grad(set_to_none=True)
-        actor_loss.backward()
-        self.actor_optimizer.step()
-
         alpha_loss = losses.temperature_loss(self.log_alpha, log_prob, self.target_entropy)
-        self.alpha_optimizer.zero_grad(set_to_none=True)
-        alpha_loss.backward()
-        self.alpha_optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        (critic_loss + actor_loss + alpha_loss).backward()
+        self.optimizer.step()
 
         with torch.no_grad():
-            online = list(self.critic.parameters())
-            torch._foreach_lerp_(list(self.target_critic.parameters()), online, self.config.tau)
+            torch._foreach_lerp_(self.target_params, self.online_params, self.config.tau)
         self.num_updates += 1
         metrics = {"losses/critic_loss": critic_loss, "losses/alpha_loss": alpha_loss,
                    "train/q_mean": q.mean(), "train/entropy": -log_prob.mean(),
                    "train/alpha": alpha, "train/policy_std": std.mean(), **actor_metrics}
-        values = torch.stack([v.detach().float() for v in metrics.values()]).tolist()
+        values = torch.stack([v.detach() for v in metrics.values()]).tolist()
         return dict(zip(metrics, values))
 
     def actor_loss(self, q_pi: torch.Tensor, log_prob: torch.Tensor, alpha: torch.Tensor,
@@ -171,9 +170,7 @@ class SAC:
 
     # ----------------------------------------------------------------------------- state
     def optimizers(self) -> dict[str, torch.optim.Optimizer]:
-        return {"actor_optimizer": self.actor_optimizer,
-                "critic_optimizer": self.critic_optimizer,
-                "alpha_optimizer": self.alpha_optimizer}
+        return {"optimizer": self.optimizer}
 
     def state_dict(self) -> dict[str, Any]:
         """Nested state: module and optimiser state dicts, temperature, generator, counters."""
@@ -185,9 +182,24 @@ class SAC:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for name, module in self.modules().items():
             module.load_state_dict(state[name])
+        if "optimizer" not in state:  # checkpoints before the optimisers were merged
+            state = {**state, "optimizer": merge_optimizer_states(
+                [state[f"{name}_optimizer"] for name in ("actor", "critic", "alpha")])}
         for name, optimizer in self.optimizers().items():
             optimizer.load_state_dict(state[name])
         with torch.no_grad():
             self.log_alpha.copy_(state["log_alpha"])
         self.generator.set_state(state["generator_state"])
         self.num_updates = int(state["num_updates"])
+
+
+def merge_optimizer_states(states: list[dict[str, Any]]) -> dict[str, Any]:
+    """One optimiser state dict from several, their parameter groups in the given order."""
+    merged: dict[str, Any] = {"state": {}, "param_groups": []}
+    offset = 0
+    for state in states:
+        for group in state["param_groups"]:
+            merged["param_groups"].append({**group, "params": [i + offset for i in group["params"]]})
+        merged["state"].update({i + offset: v for i, v in state["state"].items()})
+        offset += sum(len(group["params"]) for group in state["param_groups"])
+    return merged

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import torch
@@ -25,3 +26,15 @@ class EnsembleQ(nn.Module):
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         return self.net(torch.cat([obs, action], dim=-1)).squeeze(-1)
+
+
+def frozen_alias(module: nn.Module) -> nn.Module:
+    """A copy of ``module`` whose parameters alias the original's storage (so it always holds
+    the current weights, also after optimiser steps and ``load_state_dict``) but take no
+    gradient: a loss through it reaches only its inputs. Build it after moving ``module`` to
+    its device."""
+    alias = copy.deepcopy(module)
+    for name, param in module.named_parameters():
+        owner, _, attr = name.rpartition(".")
+        setattr(alias.get_submodule(owner), attr, nn.Parameter(param.detach(), requires_grad=False))
+    return alias

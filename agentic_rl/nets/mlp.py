@@ -68,8 +68,8 @@ class EnsembleLinear(nn.Module):
             # on CPU than a batched matmul over a stride-0 expanded input.
             members, in_features, out_features = self.weight.shape
             stacked = self.weight.permute(1, 0, 2).reshape(in_features, members * out_features)
-            out = (x @ stacked).view(x.shape[0], members, out_features).transpose(0, 1)
-            return out + self.bias
+            out = torch.addmm(self.bias.view(-1), x, stacked)  # bias [n, 1, out] is contiguous
+            return out.view(x.shape[0], members, out_features).transpose(0, 1)
         return torch.baddbmm(self.bias, x, self.weight)
 
 
@@ -80,7 +80,9 @@ def ensemble_mlp(
     layers: list[nn.Module] = []
     width = in_dim
     for hidden in hidden_sizes:
-        layers += [EnsembleLinear(n, width, hidden), ACTIVATIONS[activation]()]
+        # In place: the ensembles' activations are the largest tensors of an update.
+        act = nn.ReLU(inplace=True) if activation == "relu" else ACTIVATIONS[activation]()
+        layers += [EnsembleLinear(n, width, hidden), act]
         width = hidden
     layers.append(EnsembleLinear(n, width, out_dim))
     return nn.Sequential(*layers)

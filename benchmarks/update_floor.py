@@ -1,0 +1,179 @@
+"""The machine's limit for one SAC update, measured in the same run as our update.
+
+FLOPs of one update are counted analytically (2*m*n*k per GEMM: each layer's forward product,
+its weight-gradient product where the weights learn, its input-gradient product where a
+gradient has to flow further down; elementwise work, the optimiser and sampling are not
+counted, so the floor is optimistic). The achieved GFLOP/s of large ``torch.mm`` products on
+the same thread count give the best possible updates/s; our real ``SAC.update`` (FetchReach-v4,
+HER-sampled batches from a filled replay buffer, exactly as in training) is timed in rounds
+alternated with the matmul measurement, and the fraction is the median over the rounds.
+
+    python benchmarks/update_floor.py --hidden 256 256 --batch 256 --threads 1 --json FILE
+    python benchmarks/update_floor.py --hidden 64 64 --threads 2 --busy 1   # one spinning process
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import markdown_table, write_json  # noqa: E402
+
+from agentic_rl.collect.collector import Collector  # noqa: E402
+from agentic_rl.config import validate_config  # noqa: E402
+from agentic_rl.train.loop import on_episode_end, sample_batch  # noqa: E402
+from agentic_rl.train.setup import build_run  # noqa: E402
+
+ENV_ID = "FetchReach-v4"
+
+
+def mlp_flops(batch: int, dims: list[int], weight_grad: bool, input_grad: str) -> int:
+    """FLOPs of an MLP with layer widths ``dims`` on ``batch`` rows: forward, plus weight
+    gradients if ``weight_grad``, plus input gradients for every layer above the first
+    (``input_grad="hidden"``), also for the first (``"all"``) or none (``"none"``)."""
+    total = 0
+    for layer, (k, n) in enumerate(zip(dims, dims[1:])):
+        gemm = 2 * batch * k * n
+        total += gemm  # forward
+        if weight_grad:
+            total += gemm
+        if input_grad == "all" or (input_grad == "hidden" and layer > 0):
+            total += gemm
+    return total
+
+
+def update_flops(obs_dim: int, act_dim: int, hidden: list[int], batch: int,
+                 num_q: int = 2) -> dict[str, int]:
+    """FLOPs of one SAC update, by part. ``obs_dim`` includes the goal."""
+    actor = [obs_dim, *hidden]  # trunk; the mean and log-std heads are added below
+    critic = [obs_dim + act_dim, *hidden, 1]
+
+    def actor_flops(weight_grad: bool, input_grad: str) -> int:
+        heads = 2 * (2 * batch * hidden[-1] * act_dim) * (1 + weight_grad
+                                                          + (input_grad != "none"))
+        return mlp_flops(batch, actor, weight_grad, input_grad) + heads
+
+    # The actor-loss pass through the critic needs gradients only w.r.t. the action: its first
+    # layer's input gradient is counted for the action columns only.
+    action_input_grad = 2 * batch * act_dim * hidden[0] * num_q
+    return {
+        "actor on s' (no grad)": actor_flops(False, "none"),
+        "target critic on (s', a')": num_q * mlp_flops(batch, critic, False, "none"),
+        "critic on (s, a), fwd + bwd": num_q * mlp_flops(batch, critic, True, "hidden"),
+        "actor on s, fwd + bwd": actor_flops(True, "hidden"),
+        "critic on (s, pi(s)), fwd + grad wrt a":
+            num_q * mlp_flops(batch, critic, False, "hidden") + action_input_grad,
+    }
+
+
+def matmul_gflops(seconds: float, size: int = 1024) -> float:
+    """Achieved GFLOP/s of ``size``-cubed ``torch.mm`` on the current thread count."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    out = torch.empty(size, size)
+    torch.mm(a, b, out=out)
+    count, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        torch.mm(a, b, out=out)
+        count += 1
+    return 2 * size**3 * count / (time.perf_counter() - started) / 1e9
+
+
+def build_filled_run(hidden: list[int], batch: int, threads: int, fill_steps: int):
+    """Our off-policy run (SAC + HER on FetchReach) with ``fill_steps`` policy steps stored."""
+    config = validate_config({
+        "algorithm": {"name": "sac", "batch_size": batch},
+        "agent": {"hidden_sizes": hidden},
+        "environment": {"name": ENV_ID}, "training": {"torch_threads": threads}})
+    run = build_run(config, Path(tempfile.mkdtemp()))
+    collector = Collector(run.envs, run.rng)
+    collector.reset_all()
+    run.collector_goals = collector.obs["desired_goal"]
+    for _ in range(fill_steps):
+        env_action, _, extras = run.algo.act(collector.obs, None, deterministic=False)
+        transition, end, finished = collector.step(env_action, extras["unit_action"])
+        run.replay.add(transition, end)
+        for episode in finished:
+            on_episode_end(run, episode)
+    return run
+
+
+def updates_per_s(run, batch: int, seconds: float) -> float:
+    """Our update rate: a fresh HER batch per update (sampling not timed)."""
+    elapsed, count = 0.0, 0
+    while elapsed < seconds:
+        sampled = sample_batch(run, batch)
+        started = time.perf_counter()
+        run.algo.update(sampled)
+        elapsed += time.perf_counter() - started
+        count += 1
+    return count / elapsed
+
+
+def spin() -> None:
+    while True:
+        pass
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=5, help="alternated measurement rounds")
+    parser.add_argument("--seconds", type=float, default=1.0, help="per measurement")
+    parser.add_argument("--fill-steps", type=int, default=1000)
+    parser.add_argument("--busy", type=int, default=0,
+                        help="start this many spinning processes (a busy core) while measuring")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    run = build_filled_run(args.hidden, args.batch, args.threads, args.fill_steps)
+    torch.set_num_threads(args.threads)
+    spaces = run.algo.actor.trunk[0].in_features, run.algo.actor.mean_head.out_features
+    parts = update_flops(spaces[0], spaces[1], args.hidden, args.batch,
+                         run.algo.config.num_q)
+    flops = sum(parts.values())
+    spinners = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.busy)]
+    for process in spinners:
+        process.start()
+    try:
+        updates_per_s(run, args.batch, 0.5)  # warm-up
+        rounds = []
+        for _ in range(args.rounds):
+            gflops = matmul_gflops(args.seconds)
+            ours = updates_per_s(run, args.batch, args.seconds)
+            rounds.append({"matmul_gflops": gflops, "floor_updates_per_s": gflops * 1e9 / flops,
+                           "ours_updates_per_s": ours,
+                           "fraction": ours / (gflops * 1e9 / flops)})
+    finally:
+        for process in spinners:
+            process.kill()
+    median = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
+    print(markdown_table(["part", "MFLOP"], [[k, f"{v / 1e6:.1f}"] for k, v in parts.items()]
+                         + [["**one update**", f"{flops / 1e6:.1f}"]]))
+    print()
+    print(markdown_table(
+        ["hidden", "batch", "threads", "busy", "matmul GFLOP/s", "floor updates/s",
+         "ours updates/s", "ours ms", "fraction of floor"],
+        [[args.hidden, args.batch, args.threads, args.busy, f"{median['matmul_gflops']:.1f}",
+          f"{median['floor_updates_per_s']:.1f}", f"{median['ours_updates_per_s']:.1f}",
+          f"{1000 / median['ours_updates_per_s']:.2f}", f"{median['fraction']:.2f}"]]))
+    print(f"\nload average {os.getloadavg()[0]:.2f}; fractions per round: "
+          + ", ".join(f"{r['fraction']:.2f}" for r in rounds))
+    write_json(args.json, {"env": ENV_ID, "hidden": args.hidden, "batch": args.batch,
+                           "threads": args.threads, "busy": args.busy,
+                           "flops_per_update": flops, "flops_by_part": parts,
+                           "median": median, "rounds": rounds,
+                           "load_average": os.getloadavg()[0]})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""FusedAdam: the same arithmetic and state as torch.optim.Adam(fused=True)."""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+
+from agentic_rl.algos.optim import FusedAdam
+
+
+def _model() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+
+
+def _groups(model: torch.nn.Module, alpha: torch.Tensor, lrs: tuple[float, float, float]):
+    return [{"params": model[0].parameters(), "lr": lrs[0]},
+            {"params": model[2].parameters(), "lr": lrs[1]}, {"params": [alpha], "lr": lrs[2]}]
+
+
+def _train(optimizer_cls, lrs, steps=6, **kwargs):
+    model, alpha = _model(), torch.zeros((), requires_grad=True)
+    optimizer = optimizer_cls(_groups(model, alpha, lrs), **kwargs)
+    generator = torch.Generator().manual_seed(1)
+    for _ in range(steps):
+        x = torch.randn(16, 5, generator=generator)
+        loss = model(x).pow(2).mean() + (alpha * x.mean()).sum() + alpha.exp()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    return model, alpha, optimizer
+
+
+def test_fused_adam_matches_torch_adam_bit_for_bit():
+    for lrs in ((1e-3, 1e-3, 1e-3), (1e-3, 3e-4, 1e-2)):  # merged and separate groups
+        ours_model, ours_alpha, ours = _train(FusedAdam, lrs)
+        ref_model, ref_alpha, ref = _train(torch.optim.Adam, lrs, fused=True)
+        for a, b in zip(ours_model.parameters(), ref_model.parameters()):
+            assert torch.equal(a, b)
+        assert torch.equal(ours_alpha, ref_alpha)
+        ours_state, ref_state = ours.state_dict(), ref.state_dict()
+        assert ours_state["state"].keys() == ref_state["state"].keys()
+        for key, value in ref_state["state"].items():
+            for name, tensor in value.items():
+                assert torch.equal(ours_state["state"][key][name], tensor)
+
+
+def test_fused_adam_resumes_from_a_state_dict_and_follows_lr_changes():
+    model, alpha, optimizer = _train(FusedAdam, (1e-3, 1e-3, 1e-3), steps=3)
+    saved = (copy.deepcopy(model.state_dict()), copy.deepcopy(optimizer.state_dict()))
+    clone, clone_alpha = _model(), alpha.detach().clone().requires_grad_(True)
+    clone.load_state_dict(saved[0])
+    restored = FusedAdam(_groups(clone, clone_alpha, (1e-3, 1e-3, 1e-3)))
+    restored.load_state_dict(saved[1])
+    for opt in (optimizer, restored):
+        opt.param_groups[1]["lr"] = 5e-2  # e.g. a schedule: the next step must use it
+    for net, a, opt in ((model, alpha, optimizer), (clone, clone_alpha, restored)):
+        loss = net(torch.ones(4, 5)).sum() + a
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    for a, b in zip(model.parameters(), clone.parameters()):
+        assert torch.equal(a, b)

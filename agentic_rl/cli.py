@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from agentic_rl.algos import ON_POLICY
+from agentic_rl.algos import ON_POLICY, TEXT
 from agentic_rl.config import ConfigError
 
 RUNS_DIR = "runs"
@@ -20,12 +20,12 @@ RUNS_DIR = "runs"
 def user_errors() -> tuple[type[BaseException], ...]:
     from agentic_rl.envs.make import EnvError
     from agentic_rl.experts.demos import DemoError
+    from agentic_rl.plan.planners import PlannerError
     from agentic_rl.train.checkpoint import CheckpointError
-
     from agentic_rl.verify.spec import PropertyError
 
     return (ConfigError, EnvError, DemoError, CheckpointError, FileNotFoundError,
-            PropertyError)
+            PropertyError, PlannerError)
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -61,8 +61,22 @@ def cmd_eval(args: argparse.Namespace) -> None:
     config_path = run_dir / "config.yaml"
     if not config_path.exists():
         raise FileNotFoundError(f"{config_path} not found; pass a run folder written by "
-                                "`agentic-rl train`")
+                                "`agentic-rl train` or a model folder such as models/alfworld")
     config = validate_config(yaml.safe_load(config_path.read_text()))
+    if config.algorithm.name in TEXT:
+        from agentic_rl.train.text_run import evaluate_text_model
+
+        if args.data is None:
+            raise ConfigError("text agents are evaluated on ALFWorld games: pass --data PATH "
+                              "(a slim pack such as ../shared/alfworld/valid_seen_slim.tar.xz, "
+                              "or a folder in the standard layout)")
+        report = evaluate_text_model(config, run_dir, args.data, args.split, args.episodes,
+                                     args.seed)
+        print(json.dumps(report, indent=2))
+        if args.json:
+            Path(args.json).write_text(json.dumps(report, indent=2))
+        return
+    args.episodes = args.episodes or 100
     if config.algorithm.name in ON_POLICY:
         report = eval_onpolicy(config, run_dir, args.episodes, args.seed)
         print(json.dumps(report, indent=2))
@@ -159,9 +173,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="dotted overrides, e.g. algorithm.opd_alpha=0.1")
     train.set_defaults(func=cmd_train)
 
-    evaluation = sub.add_parser("eval", help="evaluate a run's latest checkpoint")
-    evaluation.add_argument("run_dir")
-    evaluation.add_argument("--episodes", type=int, default=100)
+    evaluation = sub.add_parser(
+        "eval", help="evaluate a run's latest checkpoint (text agents: its best model)")
+    evaluation.add_argument("run_dir", metavar="RUN_OR_MODEL_DIR",
+                            help="run folder, or a model folder such as models/alfworld")
+    evaluation.add_argument("--episodes", type=int,
+                            help="episodes (default 100; text agents: one per game, all games)")
+    evaluation.add_argument("--data", help="text agents: ALFWorld games to play (slim pack "
+                            "file, split folder or data root)")
+    evaluation.add_argument("--split", default="valid_seen",
+                            help="text agents: split name when --data is a data root")
     evaluation.add_argument("--seed", type=int, default=12345)
     evaluation.add_argument("--json", help="also write the result to this file")
     evaluation.add_argument("--no-shield", action="store_true",

@@ -18,6 +18,7 @@ from agentic_rl.algos.hgpo import HGPOConfig
 from agentic_rl.algos.opd import OPDConfig
 from agentic_rl.algos.ppo import PPOConfig
 from agentic_rl.algos.sac import SACConfig
+from agentic_rl.algos.text_opd import TextOPDConfig
 
 
 class Section(BaseModel):
@@ -131,7 +132,7 @@ class VerificationConfig(Section):
 
 ALGORITHM_CONFIGS: dict[str, type[BaseModel]] = {
     cls.model_fields["name"].default: cls
-    for cls in (SACConfig, OPDConfig, PPOConfig, HGPOConfig)}
+    for cls in (SACConfig, OPDConfig, PPOConfig, HGPOConfig, TextOPDConfig)}
 AlgorithmConfig = Annotated[Union[tuple(ALGORITHM_CONFIGS.values())],  # noqa: UP007
                             Field(discriminator="name")]
 

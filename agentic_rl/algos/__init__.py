@@ -6,6 +6,8 @@ from agentic_rl.algos.hgpo import HGPO
 from agentic_rl.algos.opd import OPD
 from agentic_rl.algos.ppo import PPO
 from agentic_rl.algos.sac import SAC
+from agentic_rl.algos.text_opd import TextOPD
 
 OFF_POLICY = {"sac": SAC, "opd": OPD}
 ON_POLICY = {"ppo": PPO, "hgpo": HGPO}
+TEXT = {"text_opd": TextOPD}  # admissible-command text envs (ALFWorld), own loop

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from agentic_rl.algos import ON_POLICY
+from agentic_rl.algos import ON_POLICY, TEXT
 from agentic_rl.config import ConfigError, ExperimentConfig, dump_config, validate_config
 from agentic_rl.train import state
 from agentic_rl.train.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
@@ -75,6 +75,10 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
     """Train, write ``summary.json`` and return it."""
     run_dir = Path(run_dir)
     prepare_run_dir(config, run_dir, resume)
+    if config.algorithm.name in TEXT:
+        from agentic_rl.train.text_run import train_text_run
+
+        return train_text_run(config, run_dir, resume, show_progress, init_from)
     if config.algorithm.name in ON_POLICY:
         if init_from is not None:
             raise ConfigError("--init-from transfers SAC/OPD actors and prototypes; it does not "

@@ -1,0 +1,109 @@
+"""Pure losses and advantages for text agents over admissible commands (numpy/torch in, out).
+
+* :func:`command_cross_entropy`: discrete OPD distillation toward prototype commands.
+* :func:`group_advantages`: value minus the mean of its group (GRPO-style), optionally / std.
+* :func:`hierarchy_of_groups_advantages`: Hierarchy-of-Groups Policy Optimization (He et al.
+  2026, arXiv 2602.22817): each step belongs to nested groups of steps of the same game whose
+  last ``k + 1`` observations match (k = 0 is anchor-state grouping); its advantage is the
+  weighted mean of its in-group advantages with weights ``(k + 1) ** alpha``.
+
+Checked against hand computations in ``tests/unit/test_text_losses.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+
+def command_cross_entropy(logits: torch.Tensor, target: torch.Tensor,
+                          mask: torch.Tensor) -> torch.Tensor:
+    """Mean over masked steps of ``-log softmax(logits)[target]``.
+
+    Args:
+        logits: ``[M, N]`` (-inf on inadmissible commands).
+        target: ``[M]`` int64 prototype command indices.
+        mask: ``[M]`` bool, steps that count.
+
+    Returns:
+        Scalar (0 when the mask is empty).
+    """
+    log_prob = torch.log_softmax(logits, -1).gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    weight = mask.float()
+    return -(log_prob * weight).sum() / weight.sum().clamp(min=1.0)
+
+
+def group_advantages(values: np.ndarray, groups: np.ndarray, normalize_std: bool = False,
+                     eps: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    """``value - mean(values of its group)``, divided by the group's std if asked.
+
+    Args:
+        values: ``[S]`` returns.
+        groups: ``[S]`` group labels (any integers).
+        normalize_std: divide by the group's (population) std + eps.
+
+    Returns:
+        ``(advantages [S], group sizes [S])``; a group of one has advantage 0.
+    """
+    values = np.asarray(values, np.float64)
+    _, inverse, sizes = np.unique(groups, return_inverse=True, return_counts=True)
+    means = np.bincount(inverse, values) / sizes
+    advantages = values - means[inverse]
+    if normalize_std:
+        variance = np.bincount(inverse, advantages ** 2) / sizes
+        advantages = advantages / (np.sqrt(variance)[inverse] + eps)
+    return advantages.astype(np.float32), sizes[inverse]
+
+
+def hierarchy_of_groups_advantages(returns: np.ndarray, level_groups: Sequence[np.ndarray],
+                                   alpha: float = 1.0, normalize_std: bool = False,
+                                   eps: float = 1e-6) -> np.ndarray:
+    """Weighted mean over nested groups of per-group advantages.
+
+    Args:
+        returns: ``[S]`` discounted returns of every step.
+        level_groups: ``K + 1`` arrays ``[S]``; ``level_groups[k][s]`` labels the group of
+            steps whose last ``k + 1`` observations (same game) equal step ``s``'s.
+        alpha: level weight exponent, ``w_k = (k + 1) ** alpha``.
+        normalize_std: divide each in-group advantage by its group's std.
+
+    Returns:
+        ``[S]`` float32; levels where the step's group holds only itself get no weight, and a
+        step alone at every level gets 0.
+    """
+    total = np.zeros(len(returns), np.float64)
+    weight = np.zeros(len(returns), np.float64)
+    for k, groups in enumerate(level_groups):
+        advantage, size = group_advantages(returns, groups, normalize_std, eps)
+        w = (k + 1.0) ** alpha * (size > 1)
+        total += w * advantage
+        weight += w
+    return np.where(weight > 0, total / np.maximum(weight, 1e-12), 0.0).astype(np.float32)
+
+
+def context_groups(games: Sequence[str], observations: Sequence[np.ndarray],
+                   levels: int) -> list[np.ndarray]:
+    """Group labels of every step for ``k = 0..levels``: same game, same last ``k + 1``
+    observations (steps near the episode start pad their history with a start marker).
+
+    Args:
+        games: E game names (episodes of one game are compared with each other).
+        observations: E arrays ``[L_e]`` of hashable observation ids.
+        levels: K.
+
+    Returns:
+        ``K + 1`` int64 arrays over the ``sum_e L_e`` steps in episode order.
+    """
+    out = []
+    for k in range(levels + 1):
+        labels: dict[tuple, int] = {}
+        column = []
+        for game, obs in zip(games, observations):
+            padded = [None] * k + [int(o) for o in obs]
+            for t in range(len(obs)):
+                key = (game, *padded[t : t + k + 1])
+                column.append(labels.setdefault(key, len(labels)))
+        out.append(np.asarray(column, np.int64))
+    return out

@@ -1,0 +1,189 @@
+"""Episodes of admissible-command text environments as integer arrays, and their batches.
+
+A :class:`TextEpisode` stores :class:`~agentic_rl.nets.text.TextTable` row ids (never strings),
+so thousands of demonstration and rollout episodes fit in memory and batch by indexing. Episodes
+of the same game form a group (``game``) for the group-based updates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from agentic_rl.nets.text import COUNT_BUCKETS, TextTable
+
+STEP_FIELDS = ("observation", "inventory", "previous_command", "action", "reward", "log_prob",
+               "value", "subgoal")
+
+
+@dataclasses.dataclass
+class TextEpisode:
+    """One episode; per-step arrays have length ``L``.
+
+    Attributes:
+        task: row id of the task text.
+        observation, inventory, previous_command: ``[L]`` row ids (previous command 0 at t=0).
+        commands: ``[L, N]`` row ids of the admissible commands, 0-padded.
+        num_commands: ``[L]``.
+        action: ``[L]`` chosen index into ``commands[t]``.
+        reward: ``[L]``.
+        log_prob, value: ``[L]`` under the behaviour policy (zeros for demonstrations).
+        subgoal: ``[L]`` row id of the subgoal text in force (0: none).
+        bootstrap_value: value of the state after the last step if the episode was truncated.
+        game, task_type, success, source: metadata (``source``: expert / self / rollout).
+    """
+
+    task: int
+    observation: np.ndarray
+    inventory: np.ndarray
+    previous_command: np.ndarray
+    commands: np.ndarray
+    num_commands: np.ndarray
+    action: np.ndarray
+    reward: np.ndarray
+    log_prob: np.ndarray
+    value: np.ndarray
+    subgoal: np.ndarray
+    terminated: bool
+    bootstrap_value: float = 0.0
+    game: str = ""
+    task_type: str = ""
+    success: bool = False
+    source: str = "rollout"
+
+    def __len__(self) -> int:
+        return int(self.action.shape[0])
+
+    @property
+    def history(self) -> np.ndarray:
+        """``[L, N]`` history buckets of every admissible command (see :func:`history_buckets`)."""
+        return history_buckets(self.commands, self.previous_command)
+
+
+def history_buckets(commands: np.ndarray, previous_command: np.ndarray) -> np.ndarray:
+    """How often each admissible command was issued before, and whether it was the last one.
+
+    Args:
+        commands: ``[L, N]`` row ids (0 = padding).
+        previous_command: ``[L]`` row id of the command issued at ``t - 1`` (0 at ``t = 0``).
+
+    Returns:
+        int64 ``[L, N]``: ``min(count, 3) + 4 * (command == previous command)``, where count is
+        the number of earlier steps that issued that command.
+    """
+    counts: dict[int, int] = {}
+    out = np.zeros(commands.shape, np.int64)
+    for t in range(commands.shape[0]):
+        if t > 0:
+            counts[int(previous_command[t])] = counts.get(int(previous_command[t]), 0) + 1
+        row = commands[t]
+        issued = np.fromiter((counts.get(int(c), 0) for c in row), np.int64, row.shape[0])
+        out[t] = np.minimum(issued, COUNT_BUCKETS - 1)
+        out[t] += COUNT_BUCKETS * ((row == previous_command[t]) & (row != 0) & (t > 0))
+    return out
+
+
+def discounted_returns(reward: np.ndarray, gamma: float) -> np.ndarray:
+    """``G_t = sum_{s >= t} gamma^(s - t) r_s`` for one episode's ``reward [L]``."""
+    out = np.zeros(len(reward), np.float32)
+    running = 0.0
+    for t in range(len(reward) - 1, -1, -1):
+        running = float(reward[t]) + gamma * running
+        out[t] = running
+    return out
+
+
+def collate(episodes: list[TextEpisode], subgoal_vectors: torch.Tensor | None = None):
+    """Pad episodes into a batch for :class:`~agentic_rl.nets.text.TextPolicy`.
+
+    Args:
+        episodes: E episodes.
+        subgoal_vectors: the text table's embeddings, to turn ``subgoal`` ids into vectors.
+
+    Returns:
+        Dict of tensors ``[E, T, ...]`` (T the longest episode, N the most commands): the
+        policy inputs plus ``action``, ``reward``, ``log_prob``, ``value`` ``[E, T]`` and
+        ``step_mask [E, T]`` (True on real steps).
+    """
+    count, steps = len(episodes), max(len(e) for e in episodes)
+    width = max(int(e.commands.shape[1]) for e in episodes)
+    out = {key: np.zeros((count, steps), np.int64) for key in
+           ("task", "observation", "inventory", "previous_command", "action", "subgoal")}
+    out.update({key: np.zeros((count, steps), np.float32)
+                for key in ("reward", "log_prob", "value")})
+    out["commands"] = np.zeros((count, steps, width), np.int64)
+    out["history"] = np.zeros((count, steps, width), np.int64)
+    out["command_mask"] = np.zeros((count, steps, width), bool)
+    out["step_mask"] = np.zeros((count, steps), bool)
+    for i, episode in enumerate(episodes):
+        length, n = len(episode), episode.commands.shape[1]
+        out["task"][i, :length] = episode.task
+        for key in STEP_FIELDS:
+            out[key][i, :length] = getattr(episode, key)
+        out["commands"][i, :length, :n] = episode.commands
+        out["history"][i, :length, :n] = episode.history
+        out["command_mask"][i, :length, :n] = (np.arange(n)[None, :]
+                                               < episode.num_commands[:, None])
+        out["step_mask"][i, :length] = True
+    # Padded steps get one dummy admissible command so their logits stay finite.
+    out["command_mask"][:, :, 0] |= ~out["step_mask"]
+    batch = {key: torch.from_numpy(value) for key, value in out.items()}
+    if subgoal_vectors is not None:
+        batch["subgoal"] = subgoal_vectors[batch["subgoal"]]
+    return batch
+
+
+def episodes_from_demos(path: str | Path, table: TextTable,
+                        max_commands: int = 64) -> list[TextEpisode]:
+    """Read an ALFWorld demonstration ``.npz`` (``agentic-rl demos``) into episodes.
+
+    Steps whose demonstrated command is not among the first ``max_commands`` are kept with the
+    command list extended by it (so the label is always admissible).
+    """
+    data = np.load(path)
+    episode_of = data["episode"]
+    bounds = np.concatenate([[0], np.cumsum(data["episode_length"])])
+    episodes = []
+    for e in range(len(data["episode_length"])):
+        part = slice(bounds[e], bounds[e + 1])
+        assert (episode_of[part] == e).all()
+        command_lists = [str(c).split("\n") for c in data["admissible_commands"][part]]
+        chosen = [str(c) for c in data["command"][part]]
+        lists = []
+        for commands, command in zip(command_lists, chosen):
+            commands = commands[:max_commands]
+            if command not in commands:
+                commands = commands[: max_commands - 1] + [command]
+            lists.append(commands)
+        episodes.append(text_episode(
+            table, str(data["task"][part][0]), [str(o) for o in data["observation"][part]],
+            [str(i) for i in data["inventory"][part]], lists,
+            [c.index(command) for c, command in zip(lists, chosen)],
+            data["reward"][part], terminated=bool(data["terminated"][part][-1]),
+            game=str(data["gamefile"][e]), task_type=str(data["task_type"][e]),
+            success=bool(data["episode_success"][e]), source="expert"))
+    return episodes
+
+
+def text_episode(table: TextTable, task: str, observations: list[str], inventories: list[str],
+                 command_lists: list[list[str]], actions: list[int], rewards,
+                 terminated: bool, subgoals: list[str] | None = None, **meta) -> TextEpisode:
+    """Build a :class:`TextEpisode` from texts (all texts are added to ``table``)."""
+    length = len(actions)
+    width = max(len(c) for c in command_lists)
+    commands = np.zeros((length, width), np.int64)
+    for t, row in enumerate(command_lists):
+        commands[t, : len(row)] = table.ids(row)
+    taken = commands[np.arange(length), np.asarray(actions, np.int64)]
+    previous = np.concatenate([[0], taken[:-1]]).astype(np.int64)
+    return TextEpisode(
+        task=int(table.ids([task])[0]), observation=table.ids(observations),
+        inventory=table.ids(inventories), previous_command=previous, commands=commands,
+        num_commands=np.asarray([len(c) for c in command_lists], np.int64),
+        action=np.asarray(actions, np.int64), reward=np.asarray(rewards, np.float32),
+        log_prob=np.zeros(length, np.float32), value=np.zeros(length, np.float32),
+        subgoal=table.ids(subgoals) if subgoals else np.zeros(length, np.int64),
+        terminated=terminated, **meta)

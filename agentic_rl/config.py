@@ -46,7 +46,8 @@ class AgentConfig(Section):
     alpha_lr: float = Field(1e-3, gt=0)
     init_alpha: float = Field(0.1, gt=0)
     target_entropy: float | Literal["auto"] = "auto"
-    prototype_data_path: str | None = None
+    prototype_data_path: str | list[str] | None = Field(
+        None, description="demo .npz file (text agents: also a list of files)")
     prototype_episodes: int = Field(20, ge=1)
     prototype_capacity: int = Field(100_000, ge=1)
     prototype_sampling: Literal["uniform", "return", "goal"] = "uniform"
@@ -103,6 +104,7 @@ class TrainingConfig(Section):
     seed: int = 0
     device: Literal["auto", "cpu", "cuda"] = "cpu"
     torch_threads: int = Field(1, ge=1)
+    overlap_env: bool = True
     log_freq: int = Field(500, ge=1)
 
     @field_validator("total_timesteps", "learning_starts", "eval_freq", "checkpoint_freq",

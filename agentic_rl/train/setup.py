@@ -12,7 +12,7 @@ import torch
 
 from agentic_rl.algos import OFF_POLICY
 from agentic_rl.algos.skills import SkillManager
-from agentic_rl.config import ExperimentConfig
+from agentic_rl.config import ConfigError, ExperimentConfig
 from agentic_rl.data.prototypes import PrototypeBuffer
 from agentic_rl.data.replay import ReplayBuffer
 from agentic_rl.envs.curriculum import Curriculum
@@ -121,6 +121,9 @@ def replay_shapes(spaces: dict[str, Any]) -> dict[str, tuple[int, ...]]:
 
 def demo_path_for(config: ExperimentConfig, skill) -> Path | None:
     path = skill.prototype_data_path if skill is not None else config.agent.prototype_data_path
+    if isinstance(path, list):
+        raise ConfigError("agent.prototype_data_path takes one .npz file for SAC/OPD (lists "
+                          "of files are for text agents)")
     return Path(path) if path else None
 
 

@@ -127,8 +127,9 @@ def train_text_run(config: ExperimentConfig, run_dir: Path, resume: bool = False
     if not config.agent.prototype_data_path:
         raise ConfigError("text_opd needs agent.prototype_data_path: an ALFWorld demonstration "
                           "file from `agentic-rl demos --env agentic_rl/ALFWorld-v0`")
-    demos = [e for e in episodes_from_demos(config.agent.prototype_data_path, table,
-                                            algo.max_commands) if e.success]
+    paths = config.agent.prototype_data_path
+    demos = [e for path in ([paths] if isinstance(paths, str) else paths)
+             for e in episodes_from_demos(path, table, algo.max_commands) if e.success]
     if algo.manager is not None:  # the expert reaches its planner subgoal on every step
         for e in demos:
             e.subgoal = e.commands[np.arange(len(e)), e.action]

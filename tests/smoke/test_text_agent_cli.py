@@ -31,12 +31,12 @@ def games_and_demos(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
     return games, demos
 
 
-def _config(tmp_path: Path, games: Path, demos: Path, **algorithm) -> Path:
+def _config(tmp_path: Path, games: Path, demos: Path | list[str], **algorithm) -> Path:
     config = {
         "algorithm": {"name": "text_opd", "hidden": 32, "bc_steps": 20, "rl": "group",
                       "advantage": "hog", "games_per_iteration": 2, "group_size": 2,
                       "holdout_games": 2, "distill_batch_episodes": 4, **algorithm},
-        "agent": {"prototype_data_path": str(demos)},
+        "agent": {"prototype_data_path": demos if isinstance(demos, list) else str(demos)},
         "environment": {"name": "agentic_rl/ALFWorld-v0",
                         "kwargs": {"data_path": str(games), "max_steps": 12}},
         "training": {"total_timesteps": 40, "eval_freq": 20, "seed": 0},
@@ -85,8 +85,8 @@ def test_text_opd_trains_resumes_and_evaluates(games_and_demos, tmp_path: Path):
 def test_hierarchical_text_agent_with_the_plan_planner_is_reported_as_an_oracle(
         games_and_demos, tmp_path: Path):
     games, demos = games_and_demos
-    config = _config(tmp_path, games, demos, manager={"planner": "expert_plan", "period": 3},
-                     rl="ppo")
+    config = _config(tmp_path, games, [str(demos), str(demos)],  # a list of demo files
+                     manager={"planner": "expert_plan", "period": 3}, rl="ppo")
     assert main(["train", str(config), "--log-dir", str(tmp_path / "runs"), "--no-progress",
                  "training.total_timesteps=20"]) == 0
     report_file = tmp_path / "eval.json"

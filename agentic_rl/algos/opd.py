@@ -54,6 +54,26 @@ class OPD(SAC):
         weight = self.config.opd_alpha
         return weight.value(self.num_updates) if isinstance(weight, Schedule) else float(weight)
 
+    # ----------------------------------------------------------- hand-written gradients
+    def manual_gradients_for(self, batch: Batch) -> bool:
+        """``sac_grads`` covers the MSE distillation term without the Q-filter."""
+        return self.config.distill_loss == "mse" and not self.config.q_filter
+
+    def distill_rows(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, float] | None:
+        prototype = batch.get("prototype")
+        if prototype is None:
+            return None
+        return (self.policy_input(prototype["obs"], prototype.get("desired_goal")),
+                prototype["action"], self.opd_alpha())
+
+    def manual_update_metrics(self, values: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        metrics = super().manual_update_metrics(values)
+        weight = self.opd_alpha()
+        metrics["losses/actor_distill_loss"] = values.get("actor_distill_loss",
+                                                          torch.zeros(()))
+        metrics["train/opd_alpha"] = torch.tensor(weight)
+        return metrics
+
     def actor_loss(self, q_pi: torch.Tensor, log_prob: torch.Tensor, alpha: torch.Tensor,
                    batch: Batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         sac_loss = losses.sac_actor_loss(q_pi, log_prob, alpha)

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentic_rl.algos import losses
+from agentic_rl.algos import losses, sac_grads
 from agentic_rl.algos.optim import FusedAdam
 from agentic_rl.nets.actors import TanhGaussianActor
 from agentic_rl.nets.critics import EnsembleQ, frozen_alias
@@ -81,6 +81,8 @@ class SAC:
         self.target_params = list(self.target_critic.parameters())
         self.generator = torch.Generator(device=self.device)
         self.num_updates = 0
+        # Hand-written gradients where sac_grads covers the networks (ReLU actor and critic).
+        self.manual_gradients = sac_grads.supports(self.actor, self.critic)
 
     # ----------------------------------------------------------------------------- acting
     def modules(self) -> dict[str, torch.nn.Module]:
@@ -127,16 +129,35 @@ class SAC:
         return self.log_alpha.detach().exp()
 
     def update(self, batch: Batch) -> dict[str, float]:
-        """One gradient step on critic, actor and temperature (one backward pass over the sum of
-        their losses, each of which reaches only its own parameters); then the target update.
-        The actor loss uses the critic as it was before this step's critic update."""
+        """One gradient step on critic, actor and temperature (the gradient of the sum of their
+        losses, each of which reaches only its own parameters); then the target update.
+        The actor loss uses the critic as it was before this step's critic update.
+
+        For the networks SAC builds the gradients are written out by hand (``sac_grads``, a
+        few dozen tensor operations); other configurations go through autograd."""
         if self.device.type != "cpu":  # replay batches live on the CPU
             batch = {k: (v.to(self.device) if torch.is_tensor(v) else v) for k, v in batch.items()}
         goal = batch.get("desired_goal")
         x = self.policy_input(batch["obs"], goal)
         next_x = self.policy_input(batch["next_obs"], goal)
         alpha = self.alpha
+        if self.manual_gradients and self.manual_gradients_for(batch):
+            metrics = self.manual_update_metrics(sac_grads.sac_gradients(
+                self, batch, x, next_x, self.distill_rows(batch)))
+        else:
+            self.optimizer.zero_grad(set_to_none=True)
+            metrics = self.autograd_gradients(batch, x, next_x, alpha)
+        self.optimizer.step()
+        with torch.no_grad():
+            torch._foreach_lerp_(self.target_params, self.online_params, self.config.tau)
+        self.num_updates += 1
+        metrics["train/alpha"] = alpha
+        values = torch.stack([v.detach() for v in metrics.values()]).tolist()
+        return dict(zip(metrics, values))
 
+    def autograd_gradients(self, batch: Batch, x: torch.Tensor, next_x: torch.Tensor,
+                           alpha: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Gradients by one backward pass over critic + actor + temperature losses."""
         with torch.no_grad():
             next_action, next_log_prob, _, _ = self.actor.sample(next_x, self.generator)
             next_q = self.target_critic(next_x, next_action)
@@ -148,18 +169,28 @@ class SAC:
         q_pi = self.frozen_critic(x, action)
         actor_loss, actor_metrics = self.actor_loss(q_pi, log_prob, alpha, batch)
         alpha_loss = losses.temperature_loss(self.log_alpha, log_prob, self.target_entropy)
-        self.optimizer.zero_grad(set_to_none=True)
         (critic_loss + actor_loss + alpha_loss).backward()
-        self.optimizer.step()
+        return {"losses/critic_loss": critic_loss.detach(), "losses/alpha_loss":
+                alpha_loss.detach(), "train/q_mean": q.detach().mean(),
+                "train/entropy": -log_prob.detach().mean(), "train/policy_std": std.detach().mean(),
+                **actor_metrics}
 
-        with torch.no_grad():
-            torch._foreach_lerp_(self.target_params, self.online_params, self.config.tau)
-        self.num_updates += 1
-        metrics = {"losses/critic_loss": critic_loss, "losses/alpha_loss": alpha_loss,
-                   "train/q_mean": q.mean(), "train/entropy": -log_prob.mean(),
-                   "train/alpha": alpha, "train/policy_std": std.mean(), **actor_metrics}
-        values = torch.stack([v.detach() for v in metrics.values()]).tolist()
-        return dict(zip(metrics, values))
+    # Hooks for the hand-written gradients; OPD overrides them to add its distillation term.
+    def manual_gradients_for(self, batch: Batch) -> bool:
+        """Whether ``sac_grads`` covers this update's losses."""
+        return True
+
+    def distill_rows(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, float] | None:
+        """``(prototype policy inputs, prototype actions, weight)`` of an MSE distillation term."""
+        return None
+
+    def manual_update_metrics(self, values: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """``sac_grads`` results under the keys ``autograd_gradients`` returns."""
+        return {"losses/critic_loss": values["critic_loss"], "losses/alpha_loss":
+                values["alpha_loss"], "train/q_mean": values["q_mean"],
+                "train/entropy": values["entropy"], "train/policy_std": values["policy_std"],
+                "losses/actor_sac_loss": values["actor_sac_loss"],
+                "losses/actor_total_loss": values["actor_total_loss"]}
 
     def actor_loss(self, q_pi: torch.Tensor, log_prob: torch.Tensor, alpha: torch.Tensor,
                    batch: Batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

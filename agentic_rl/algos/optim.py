@@ -5,7 +5,8 @@ kernel, but its ``step`` spends ~100 us of Python per call on bookkeeping (per-g
 lookups, device/dtype grouping): as much as the kernels themselves for small networks, where
 the update is overhead-bound. ``FusedAdam`` keeps Adam's state layout and ``state_dict`` (it is
 a ``torch.optim.Adam``) and, after the first step, calls the same kernel directly on cached
-tensor lists, merging parameter groups whose hyper-parameters are equal.
+tensor lists, merging parameter groups whose hyper-parameters are equal, with the step counts
+of a merged group as views of one tensor (one increment instead of one per parameter).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ class FusedAdam(torch.optim.Adam):
 
     def __init__(self, params: Any, **kwargs: Any) -> None:
         super().__init__(params, fused=True, **kwargs)
-        self._plan: list[tuple] | None = None  # (kernel kwargs, params, exp_avgs, sqs, steps)
+        self._plan: list[tuple] | None = None  # (kwargs, params, exp_avgs, sqs, [counter, *steps])
         self._plan_keys: list[tuple] = []
 
     @staticmethod
@@ -41,6 +42,13 @@ class FusedAdam(torch.optim.Adam):
                 plan[2].append(state["exp_avg"])
                 plan[3].append(state["exp_avg_sq"])
                 plan[4].append(state["step"])
+        for _, params, _, _, steps in plans.values():
+            # Each parameter keeps its own 0-dim step tensor, now a view of one shared counter.
+            counter = torch.stack([step.detach().reshape(()) for step in steps])
+            views = list(counter.unbind())
+            for param, view in zip(params, views):
+                self.state[param]["step"] = view
+            steps[:] = [counter, *views]
         self._plan = list(plans.values())
         self._plan_keys = [self._hyper(group) for group in self.param_groups]
 
@@ -65,11 +73,19 @@ class FusedAdam(torch.optim.Adam):
             self._plan = None  # a parameter without gradient this step: torch's own path
             return super().step()
         for (hyper, params, exp_avgs, exp_avg_sqs, steps), plan_grads in zip(self._plan, grads):
-            torch._foreach_add_(steps, 1)
-            torch._fused_adam_(params, plan_grads, exp_avgs, exp_avg_sqs, [], steps,
+            steps[0].add_(1)  # the shared counter; steps[1:] are its per-parameter views
+            torch._fused_adam_(params, plan_grads, exp_avgs, exp_avg_sqs, [], steps[1:],
                                amsgrad=False, maximize=False, grad_scale=None, found_inf=None,
                                **hyper)
         return None
+
+    def state_dict(self) -> dict[str, Any]:
+        """Torch's state dict, with each step count in its own storage (checkpoint files do not
+        store tensors that share memory)."""
+        state = super().state_dict()
+        state["state"] = {key: {**value, "step": value["step"].clone()} if "step" in value
+                          else value for key, value in state["state"].items()}
+        return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         super().load_state_dict(state_dict)

@@ -62,3 +62,12 @@ def test_fused_adam_resumes_from_a_state_dict_and_follows_lr_changes():
         opt.step()
     for a, b in zip(model.parameters(), clone.parameters()):
         assert torch.equal(a, b)
+
+
+def test_fused_adam_state_dict_steps_do_not_share_memory():
+    # The fast path keeps the step counts as views of one counter; a checkpoint (safetensors)
+    # refuses tensors that share storage, so state_dict hands out separate copies.
+    model, alpha, optimizer = _train(FusedAdam, (1e-3, 1e-3, 1e-3), steps=4)
+    steps = [value["step"] for value in optimizer.state_dict()["state"].values()]
+    assert len({step.untyped_storage().data_ptr() for step in steps}) == len(steps)
+    assert all(float(step) == 4.0 for step in steps)

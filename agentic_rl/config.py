@@ -104,7 +104,7 @@ class TrainingConfig(Section):
     seed: int = 0
     device: Literal["auto", "cpu", "cuda"] = "cpu"
     torch_threads: int = Field(1, ge=1)
-    overlap_env: bool = True
+    overlap_env: bool = False
     log_freq: int = Field(500, ge=1)
 
     @field_validator("total_timesteps", "learning_starts", "eval_freq", "checkpoint_freq",

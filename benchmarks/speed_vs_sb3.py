@@ -7,11 +7,13 @@ sample + update) and the ratio, median over the repeated pairs.
 
     python benchmarks/speed_vs_sb3.py --steps 2000 --repeats 3 --json bench_out/speed.json
     python benchmarks/speed_vs_sb3.py --her --opd ...   # also HER-sampled SAC and OPD rows
+    python benchmarks/speed_vs_sb3.py --overlap ...     # also ours with training.overlap_env
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -31,7 +33,8 @@ ENV_ID = "FetchReach-v4"
 WARMUP = 256
 
 
-def ours_steps_per_s(net: list[int], steps: int, variant: str, threads: int) -> float:
+def ours_steps_per_s(net: list[int], steps: int, variant: str, threads: int,
+                     overlap: bool = False) -> float:
     algorithm = {"name": "opd" if variant == "opd" else "sac", "batch_size": 256,
                  "gamma": 0.95, "tau": 0.05,
                  "her": {"strategy": "future" if variant != "plain" else "none",
@@ -47,7 +50,8 @@ def ours_steps_per_s(net: list[int], steps: int, variant: str, threads: int) -> 
             "environment": {"name": ENV_ID, "normalize_obs": False, "normalize_goal": False},
             "training": {"total_timesteps": steps, "learning_starts": WARMUP,
                          "eval_freq": 10 * steps, "checkpoint_freq": 10 * steps,
-                         "log_freq": steps, "num_eval_episodes": 1, "torch_threads": threads}})
+                         "log_freq": steps, "num_eval_episodes": 1, "torch_threads": threads,
+                         "overlap_env": overlap}})
         summary = train(config, Path(folder) / "run", show_progress=False)
     return steps / summary["wall_seconds"]
 
@@ -77,6 +81,8 @@ def main() -> None:
     parser.add_argument("--nets", default="64,64;256,256")
     parser.add_argument("--her", action="store_true", help="add SAC+HER rows (vs SB3 SAC+HER)")
     parser.add_argument("--opd", action="store_true", help="add OPD rows (vs SB3 SAC+HER)")
+    parser.add_argument("--overlap", action="store_true",
+                        help="also time ours with training.overlap_env (env in a worker process)")
     parser.add_argument("--json")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -85,21 +91,36 @@ def main() -> None:
     results = []
     for variant in variants:
         for net in nets:
-            ours, sb3 = [], []
+            ours, sb3, overlapped = [], [], []
             for _ in range(args.repeats):
                 ours.append(ours_steps_per_s(net, args.steps, variant, args.threads))
                 sb3.append(sb3_steps_per_s(net, args.steps, variant, args.threads))
-                print(f"{variant} {net}: ours {ours[-1]:.1f}/s, sb3 {sb3[-1]:.1f}/s", flush=True)
+                if args.overlap:
+                    overlapped.append(ours_steps_per_s(net, args.steps, variant, args.threads,
+                                                       overlap=True))
+                print(f"{variant} {net}: ours {ours[-1]:.1f}/s, sb3 {sb3[-1]:.1f}/s"
+                      + (f", ours overlapped {overlapped[-1]:.1f}/s" if args.overlap else ""),
+                      flush=True)
             ratios = [o / s for o, s in zip(ours, sb3)]
-            results.append({"variant": variant, "net": net,
-                            "ours_steps_per_s": round(statistics.median(ours), 1),
-                            "sb3_steps_per_s": round(statistics.median(sb3), 1),
-                            "ratio": round(statistics.median(ratios), 2),
-                            "ratios": [round(r, 2) for r in ratios]})
+            row = {"variant": variant, "net": net,
+                   "ours_steps_per_s": round(statistics.median(ours), 1),
+                   "sb3_steps_per_s": round(statistics.median(sb3), 1),
+                   "ratio": round(statistics.median(ratios), 2),
+                   "ratios": [round(r, 2) for r in ratios],
+                   "load_average": round(os.getloadavg()[0], 2)}
+            if args.overlap:
+                overlap_ratios = [o / s for o, s in zip(overlapped, sb3)]
+                row.update(overlap_steps_per_s=round(statistics.median(overlapped), 1),
+                           overlap_ratio=round(statistics.median(overlap_ratios), 2))
+            results.append(row)
     label = {"plain": "SAC vs SAC", "her": "SAC+HER vs SAC+HER", "opd": "OPD vs SAC+HER"}
-    print(markdown_table(["comparison", "net", "ours steps/s", "SB3 steps/s", "ratio (median)"],
-                         [[label[r["variant"]], r["net"], r["ours_steps_per_s"],
-                           r["sb3_steps_per_s"], r["ratio"]] for r in results]))
+    extra = ["ours overlapped steps/s", "ratio overlapped"] if args.overlap else []
+    print(markdown_table(
+        ["comparison", "net", "ours steps/s", "SB3 steps/s", "ratio (median)", *extra,
+         "load avg"],
+        [[label[r["variant"]], r["net"], r["ours_steps_per_s"], r["sb3_steps_per_s"], r["ratio"],
+          *([r["overlap_steps_per_s"], r["overlap_ratio"]] if args.overlap else []),
+          r["load_average"]] for r in results]))
     write_json(args.json, {"env": ENV_ID, "steps": args.steps, "threads": args.threads,
                            "repeats": args.repeats, "results": results})
 

@@ -38,6 +38,7 @@ class Collector:
         self.episode_seeds = np.zeros(self.num_envs, dtype=np.int64)
         self.steps_in_episode = np.zeros(self.num_envs, dtype=np.int64)
         self.returns = np.zeros(self.num_envs, dtype=np.float64)
+        self._pending_action: np.ndarray | None = None
 
     def reset_all(self, seeds: np.ndarray | None = None) -> dict[str, torch.Tensor]:
         """Reset every env, with ``seeds`` (e.g. from a checkpoint) or fresh ones."""
@@ -66,7 +67,24 @@ class Collector:
             ``(transition, episode_end [N] bool, finished episodes)``; transition fields are
             ``[N, ...]`` tensors named as in ``agentic_rl.data.replay.FIELDS``.
         """
-        next_obs, reward, terminated, truncated, info = self.envs.step(env_action.numpy())
+        self.step_async(env_action)
+        return self.step_wait(stored_action)
+
+    def step_async(self, env_action: torch.Tensor) -> None:
+        """Start the step: envs in worker processes (``AsyncVectorEnv``) run it while the
+        caller works; in-process envs run it in ``step_wait``."""
+        if hasattr(self.envs, "step_async"):
+            self.envs.step_async(env_action.numpy())
+            self._pending_action = None
+        else:
+            self._pending_action = env_action.numpy()
+
+    def step_wait(self, stored_action: torch.Tensor):
+        """Finish the step started by ``step_async``; returns what ``step`` returns."""
+        if self._pending_action is None:
+            next_obs, reward, terminated, truncated, info = self.envs.step_wait()
+        else:
+            next_obs, reward, terminated, truncated, info = self.envs.step(self._pending_action)
         next_obs_t = to_tensors(next_obs)
         transition = {
             "obs": self.obs["observation"], "achieved_goal": self.obs["achieved_goal"],

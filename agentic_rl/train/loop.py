@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from agentic_rl.collect.collector import Collector, FinishedEpisode
+from agentic_rl.envs.make import env_factory
 from agentic_rl.train import state
 from agentic_rl.train.evaluate import evaluate
 from agentic_rl.train.logger import Logger
@@ -101,13 +102,43 @@ def rollout_metrics(run: Run) -> dict[str, float]:
                               ("success_rate", "success"))}
 
 
+def overlapped_envs(run: Run):
+    """A copy of the training envs in worker processes (``AsyncVectorEnv``), so the next env
+    step runs on another core while the learner updates; ``None`` where the loop has to touch
+    the envs between steps (curriculum stages, safety shield/monitor) or it is switched off."""
+    training, env_cfg = run.config.training, run.config.environment
+    if not training.overlap_env or run.curriculum.active or run.safety is not None:
+        return None
+    from gymnasium.vector import AsyncVectorEnv, AutoresetMode
+
+    return AsyncVectorEnv([env_factory(env_cfg.name, env_cfg.kwargs, env_cfg.goal_region)
+                           for _ in range(env_cfg.num_envs)], shared_memory=True,
+                          context="fork", autoreset_mode=AutoresetMode.DISABLED)
+
+
 def train_loop(run: Run, logger: Logger, show_progress: bool = True) -> None:
-    """Run until ``training.total_timesteps`` env steps (or the stop success rate)."""
+    """Run until ``training.total_timesteps`` env steps (or the stop success rate).
+
+    With ``training.overlap_env`` the envs step in worker processes: step t+1's action is
+    chosen, the envs start stepping, and step t's gradient updates run meanwhile (the action
+    comes from the policy one update older than in a sequential loop; the updates see exactly
+    the same replay contents). Before evaluations, logs, checkpoints and at episode boundaries
+    no update is left pending, so checkpoints resume exactly."""
+    async_envs = overlapped_envs(run)
+    try:
+        _train_loop(run, logger, show_progress, async_envs)
+    finally:
+        if async_envs is not None:
+            async_envs.close()
+
+
+def _train_loop(run: Run, logger: Logger, show_progress: bool, async_envs) -> None:
     training, algo = run.config.training, run.algo
-    collector = Collector(run.envs, run.rng)
+    collector = Collector(async_envs if async_envs is not None else run.envs, run.rng)
     collector.reset_all(state.pending_reset_seeds(run))
     run.collector_goals = collector.obs["desired_goal"]
-    num_envs, sums, count = collector.num_envs, defaultdict(float), 0
+    num_envs, sums = collector.num_envs, defaultdict(float)
+    updates = [0, 0]  # [updates counted into sums, updates owed for the latest stored step]
     clock = (time.perf_counter(), run.step)  # start of the current logging interval
     session_start = time.perf_counter() - run.wall_seconds
     last_success = run.eval_history[-1]["success_rate"] if run.eval_history else float("nan")
@@ -125,7 +156,9 @@ def train_loop(run: Run, logger: Logger, show_progress: bool = True) -> None:
                                                  env_action)
                 unit = algo.env_to_unit(env_action)  # learn from the executed action
             episode_step = collector.steps_in_episode.copy()
-            transition, episode_end, finished = collector.step(env_action, unit)
+            collector.step_async(env_action)
+            run_updates(run, updates, sums)  # the previous step's, while the envs step
+            transition, episode_end, finished = collector.step_wait(unit)
             if run.safety is not None:
                 run.safety.monitor.check(transition["next_obs"].numpy(), env_action.numpy(),
                                          episode_step)
@@ -135,26 +168,37 @@ def train_loop(run: Run, logger: Logger, show_progress: bool = True) -> None:
                 on_episode_end(run, episode)
             previous, run.step = run.step, run.step + num_envs
             if run.step >= training.learning_starts:
-                for _ in range(run.config.algorithm.updates_per_step * num_envs):
-                    batch = sample_batch(run, run.config.algorithm.batch_size)
-                    for key, value in algo.update(batch).items():
-                        sums[key] += value
-                    count += 1
+                updates[1] = run.config.algorithm.updates_per_step * num_envs
             evaluated = crossed(previous, run.step, training.eval_freq)
+            logged = crossed(previous, run.step, training.log_freq)
+            if async_envs is None or evaluated or logged or collector.at_episode_boundary or (
+                    run.checkpoint_pending_since is not None or run.step >= training.total_timesteps
+                    or crossed(previous, run.step, training.checkpoint_freq)):
+                run_updates(run, updates, sums)
             if evaluated:
                 last_success = run_evaluation(run, logger)
-            if crossed(previous, run.step, training.log_freq):
-                clock = log_training(run, logger, sums, count, clock)
-                sums, count = defaultdict(float), 0
+            if logged:
+                clock = log_training(run, logger, sums, updates[0], clock)
+                sums, updates[0] = defaultdict(float), 0
             run.wall_seconds = time.perf_counter() - session_start
             state.maybe_checkpoint(run, previous, collector)
             progress.update(run.step, last_success)
             stop_at = training.stop_success_rate
             if evaluated and stop_at is not None and last_success >= stop_at:
                 break
-    if count:
-        log_training(run, logger, sums, count, clock)
+    if updates[0]:
+        log_training(run, logger, sums, updates[0], clock)
     state.save_run(run, collector)
+
+
+def run_updates(run: Run, updates: list[int], sums: dict[str, float]) -> None:
+    """The owed gradient updates (``updates[1]``), each on a fresh batch; metrics into ``sums``."""
+    for _ in range(updates[1]):
+        batch = sample_batch(run, run.config.algorithm.batch_size)
+        for key, value in run.algo.update(batch).items():
+            sums[key] += value
+        updates[0] += 1
+    updates[1] = 0
 
 
 def log_training(run: Run, logger: Logger, sums: dict[str, float], count: int,

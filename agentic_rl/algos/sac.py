@@ -112,7 +112,7 @@ class SAC:
         if deterministic:
             unit = self.actor.deterministic(x)
         else:
-            unit = self.actor.sample(x, self.generator)[0]
+            unit = self.actor.sample_action(x, self.generator)
         unit = unit.cpu()
         return self.unit_to_env(unit), state, {"unit_action": unit}
 

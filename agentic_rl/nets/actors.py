@@ -72,6 +72,14 @@ class TanhGaussianActor(nn.Module):
         log_prob = gaussian_log_prob(noise, log_std) - tanh_log_det_jacobian(pre_tanh)
         return action, log_prob, mean, std
 
+    def sample_action(self, x: torch.Tensor, generator: torch.Generator | None = None
+                      ) -> torch.Tensor:
+        """The action of ``sample`` (same noise draw, same numbers) without its log-probability:
+        what acting in the environment needs."""
+        mean, log_std = self(x)
+        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
+        return torch.tanh(mean + log_std.exp() * noise)
+
     def log_prob(self, x: torch.Tensor, action: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
         """log pi(action | x) for actions in [-1, 1] (clipped to stay invertible), ``[B]``."""
         mean, log_std = self(x)

@@ -48,3 +48,12 @@ def test_normalizer_matches_numpy_statistics_and_clips():
     assert np.allclose(norm.var.numpy(), data.var(0))
     out = norm(torch.tensor([[3.0, 3.0, 3.0, 1e6]]))
     assert out[0, :3].abs().max() < 0.1 and out[0, 3] == 5.0
+
+
+def test_sample_action_is_samples_action_from_the_same_noise():
+    torch.manual_seed(0)
+    actor = TanhGaussianActor(5, 3, [16])
+    x = torch.randn(7, 5)
+    first, second = torch.Generator().manual_seed(4), torch.Generator().manual_seed(4)
+    assert torch.equal(actor.sample_action(x, first), actor.sample(x, second)[0])
+    assert torch.equal(first.get_state(), second.get_state())

@@ -8,6 +8,7 @@ of the same game form a group (``game``) for the group-based updates.
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import numpy as np
@@ -143,7 +144,11 @@ def episodes_from_demos(path: str | Path, table: TextTable,
     Steps whose demonstrated command is not among the first ``max_commands`` are kept with the
     command list extended by it (so the label is always admissible).
     """
-    data = np.load(path)
+    with np.load(path) as archive:  # read each array once (indexing an NpzFile re-reads it)
+        data = dict(archive)
+    texts = {str(t) for key in ("task", "observation", "inventory") for t in data[key]}
+    texts |= {c for row in data["admissible_commands"] for c in str(row).split("\n")}
+    register_texts(table, sorted(texts), Path(path))
     episode_of = data["episode"]
     bounds = np.concatenate([[0], np.cumsum(data["episode_length"])])
     episodes = []
@@ -166,6 +171,26 @@ def episodes_from_demos(path: str | Path, table: TextTable,
             game=str(data["gamefile"][e]), task_type=str(data["task_type"][e]),
             success=bool(data["episode_success"][e]), source="expert"))
     return episodes
+
+
+def register_texts(table: TextTable, texts: list[str], demo_path: Path) -> None:
+    """Add ``texts`` to the table in one batch, reusing the embeddings cached beside the demo
+    file (``<demo>.embeddings.npz``, rewritten when the demo file or the encoder changes)."""
+    cache = demo_path.with_name(demo_path.name + ".embeddings.npz")
+    stat = demo_path.stat()
+    key = f"{stat.st_size}:{stat.st_mtime_ns}:{getattr(table.encoder, 'name', '')}:{table.dim}"
+    hit = False
+    if cache.exists():
+        with np.load(cache) as saved:
+            if str(saved["key"]) == key:
+                table.add([str(t) for t in saved["texts"]], saved["vectors"])
+                hit = True
+    ids = table.ids(texts)  # encodes whatever the cache did not hold, in one batch
+    if not hit:
+        temporary = cache.with_name(cache.name + ".tmp.npz")
+        np.savez(temporary, key=np.asarray(key), texts=np.asarray(texts),
+                 vectors=table.tensor().numpy()[ids])
+        os.replace(temporary, cache)
 
 
 def text_episode(table: TextTable, task: str, observations: list[str], inventories: list[str],

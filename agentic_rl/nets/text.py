@@ -60,6 +60,16 @@ class TextTable:
             self._tensor = None
         return np.fromiter((self.index[t] for t in texts), np.int64, len(texts))
 
+    def add(self, texts: list[str], vectors: np.ndarray) -> None:
+        """Add already-embedded texts (float32 ``[N, dim]``); known texts are skipped."""
+        keep = [i for i, text in enumerate(texts) if text not in self.index]
+        if keep:
+            self._vectors.append(np.asarray(vectors, np.float32)[keep])
+            for i in keep:
+                self.index[texts[i]] = len(self.texts)
+                self.texts.append(texts[i])
+            self._tensor = None
+
     def tensor(self) -> torch.Tensor:
         """All embeddings, float32 ``[len(self), dim]`` (row 0 zeros)."""
         if self._tensor is None:
@@ -132,10 +142,13 @@ class TextPolicy(nn.Module):
         if self.use_subgoal:
             parts.append(batch["subgoal"])
         state = self.state_mlp(torch.cat(parts, -1))  # [B, T, H]
-        unique, inverse = torch.unique(batch["commands"], return_inverse=True)
-        commands = self.command_mlp(table[unique])[inverse]  # [B, T, N, H]
-        query = state.unsqueeze(-2) + self.history_embed(batch["history"])
-        logits = (query * commands).sum(-1) / self.hidden ** 0.5
+        # Score the U distinct commands of the batch, then pick each slot's score: no
+        # [B, T, N, H] tensor (the slots repeat a few hundred commands).
+        unique, inverse = torch.unique(batch["commands"], return_inverse=True)  # [U], [B, T, N]
+        commands = self.command_mlp(table[unique])  # [U, H]
+        scores = torch.gather(state @ commands.T, -1, inverse)  # [B, T, N]
+        history = (self.history_embed.weight @ commands.T)[batch["history"], inverse]
+        logits = (scores + history) / self.hidden ** 0.5
         logits = logits.masked_fill(~batch["command_mask"], float("-inf"))
         values = self.value_mlp(state).squeeze(-1)
         return logits, values, memory

@@ -45,6 +45,7 @@ class TextEncoder:
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
+        self.name = model_path or "all-MiniLM-L6-v2"
         self.model = SentenceTransformer(model_path or _minilm_path(), device=device)
         self.model.eval()
         dimension = getattr(self.model, "get_embedding_dimension", None) or getattr(

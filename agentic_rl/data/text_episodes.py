@@ -8,6 +8,7 @@ of the same game form a group (``game``) for the group-based updates.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from pathlib import Path
 
@@ -177,8 +178,8 @@ def register_texts(table: TextTable, texts: list[str], demo_path: Path) -> None:
     """Add ``texts`` to the table in one batch, reusing the embeddings cached beside the demo
     file (``<demo>.embeddings.npz``, rewritten when the demo file or the encoder changes)."""
     cache = demo_path.with_name(demo_path.name + ".embeddings.npz")
-    stat = demo_path.stat()
-    key = f"{stat.st_size}:{stat.st_mtime_ns}:{getattr(table.encoder, 'name', '')}:{table.dim}"
+    digest = hashlib.sha256(demo_path.read_bytes()).hexdigest()
+    key = f"{digest}:{getattr(table.encoder, 'name', '')}:{table.dim}"
     hit = False
     if cache.exists():
         with np.load(cache) as saved:
@@ -187,7 +188,7 @@ def register_texts(table: TextTable, texts: list[str], demo_path: Path) -> None:
                 hit = True
     ids = table.ids(texts)  # encodes whatever the cache did not hold, in one batch
     if not hit:
-        temporary = cache.with_name(cache.name + ".tmp.npz")
+        temporary = cache.with_name(f"{cache.name}.{os.getpid()}.tmp.npz")  # runs in parallel
         np.savez(temporary, key=np.asarray(key), texts=np.asarray(texts),
                  vectors=table.tensor().numpy()[ids])
         os.replace(temporary, cache)

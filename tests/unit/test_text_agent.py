@@ -169,3 +169,48 @@ def test_planner_configs():
         == "open fridge 1"
     with pytest.raises(ValueError, match="base_url"):
         ManagerConfig(planner="openai")
+
+
+def _demo_file(path, task: str = "put a pen on the shelf") -> None:
+    """Two episodes in the ``agentic-rl demos`` ALFWorld layout."""
+    commands = ["go to desk 1\nlook", "take pen 1 from desk 1\ngo to desk 1\nlook",
+                "look\ninventory"]
+    np.savez(path, task=np.array([task] * 3),
+             observation=np.array(["You are in a room.", "On the desk 1, you see a pen 1.",
+                                   "You are in a room."]),
+             inventory=np.array(["You are not carrying anything."] * 3),
+             admissible_commands=np.array(commands),
+             command=np.array(["go to desk 1", "take pen 1 from desk 1", "inventory"]),
+             action=np.array([0, 0, 1]), reward=np.array([0.0, 1.0, 0.0], np.float32),
+             terminated=np.array([False, True, False]), truncated=np.array([False] * 3),
+             episode=np.array([0, 0, 1]), episode_length=np.array([2, 1]),
+             gamefile=np.array(["a/game.tw-pddl", "b/game.tw-pddl"]),
+             task_type=np.array(["pick_and_place_simple"] * 2),
+             episode_success=np.array([True, False]))
+
+
+def test_demo_episodes_are_parsed_and_their_embeddings_cached(tmp_path):
+    from agentic_rl.data.text_episodes import episodes_from_demos
+
+    path = tmp_path / "demos.npz"
+    _demo_file(path)
+    encoder = _Encoder()
+    table = TextTable(encoder)
+    first, second = episodes_from_demos(path, table, max_commands=2)
+    assert len(encoder.calls) == 1  # every text of the file in one batch
+    assert first.success and not second.success and first.terminated
+    commands = [[table.texts[i] for i in row if i] for row in first.commands]
+    assert commands == [["go to desk 1", "look"], ["take pen 1 from desk 1", "go to desk 1"]]
+    assert [commands[t][a] for t, a in enumerate(first.action)] == [
+        "go to desk 1", "take pen 1 from desk 1"]
+    # the label beyond max_commands is kept: the list is cut and ends with it
+    assert [table.texts[i] for i in second.commands[0] if i] == ["look", "inventory"]
+    assert (tmp_path / "demos.npz.embeddings.npz").exists()
+
+    again = _Encoder()  # a later run: every embedding comes from the cache
+    episodes = episodes_from_demos(path, TextTable(again), max_commands=2)
+    assert again.calls == [] and len(episodes) == 2
+    _demo_file(path, "put a pen in the drawer")  # the demo file changed: encode again
+    changed = _Encoder()
+    episodes_from_demos(path, TextTable(changed), max_commands=2)
+    assert len(changed.calls) == 1

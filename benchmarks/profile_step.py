@@ -2,11 +2,13 @@
 update. Wall-clock per phase over N steps after a warm-up, on FetchReach-v4.
 
     python benchmarks/profile_step.py --net 64,64 --steps 500 [--algo opd] [--json FILE]
+    python benchmarks/profile_step.py --net 256,256 --update-parts   # also split the update
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -24,7 +26,33 @@ from agentic_rl.train.loop import on_episode_end, sample_batch  # noqa: E402
 from agentic_rl.train.setup import build_run  # noqa: E402
 
 
-def profile(net: list[int], steps: int, algo: str, warmup: int = 300) -> dict[str, float]:
+UPDATE_PARTS = {"actor_forward": "actor forward [s'; s]", "critic_forward":
+                "critic forward [(s,a); (s,pi(s))]", "critic_backward": "critic backward",
+                "actor_backward": "actor backward"}
+
+
+def time_update_parts(algo, seconds: dict[str, float]) -> None:
+    """Accumulate wall-clock of the update's parts (hand-written gradient path) into
+    ``seconds`` by wrapping them; the rest of ``sac_gradients`` is elementwise glue."""
+    from agentic_rl.algos import sac_grads
+
+    def timed(name, function):
+        def wrapper(*args, **kwargs):
+            started = time.perf_counter()
+            result = function(*args, **kwargs)
+            seconds[name] += time.perf_counter() - started
+            return result
+        return wrapper
+
+    for attribute, name in UPDATE_PARTS.items():
+        setattr(sac_grads, attribute, timed(name, getattr(sac_grads, attribute)))
+    sac_grads.sac_gradients = timed("sac_gradients", sac_grads.sac_gradients)
+    algo.target_critic.forward = timed("target critic forward", algo.target_critic.forward)
+    algo.optimizer.step = timed("optimiser step", algo.optimizer.step)
+
+
+def profile(net: list[int], steps: int, algo: str, warmup: int = 300,
+            update_parts: bool = False) -> tuple[dict[str, float], dict[str, float]]:
     folder = tempfile.mkdtemp()
     extra = {"prototype_batch_size": 256} if algo == "opd" else {}
     agent = {"hidden_sizes": net}
@@ -38,7 +66,12 @@ def profile(net: list[int], steps: int, algo: str, warmup: int = 300) -> dict[st
     collector.reset_all()
     run.collector_goals = collector.obs["desired_goal"]
     seconds: dict[str, float] = defaultdict(float)
+    parts: dict[str, float] = defaultdict(float)
+    if update_parts:
+        time_update_parts(run.algo, parts)
     for step in range(warmup + steps):
+        if step == warmup:
+            parts.clear()
         marks = [time.perf_counter()]
         env_action, _, extras = run.algo.act(collector.obs, None, deterministic=False)
         marks.append(time.perf_counter())
@@ -59,7 +92,11 @@ def profile(net: list[int], steps: int, algo: str, warmup: int = 300) -> dict[st
             for name, (a, b) in zip(("act", "env step", "store", "episode end", "sample",
                                      "update"), zip(marks, marks[1:])):
                 seconds[name] += b - a
-    return {name: 1000 * value / steps for name, value in seconds.items()}
+    if parts:  # the glue: sac_gradients minus its timed parts
+        inner = sum(v for k, v in parts.items() if k not in ("sac_gradients", "optimiser step"))
+        parts["elementwise glue (log-probs, losses, dL/dQ, ...)"] = parts.pop("sac_gradients") - inner
+    return ({name: 1000 * value / steps for name, value in seconds.items()},
+            {name: 1000 * value / steps for name, value in parts.items()})
 
 
 def main() -> None:
@@ -67,16 +104,24 @@ def main() -> None:
     parser.add_argument("--net", default="64,64")
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--algo", default="sac", choices=("sac", "opd"))
+    parser.add_argument("--update-parts", action="store_true",
+                        help="also time the parts of the update (hand-written gradient path)")
     parser.add_argument("--json")
     args = parser.parse_args()
     torch.set_num_threads(1)
     net = [int(x) for x in args.net.split(",")]
-    ms = profile(net, args.steps, args.algo)
+    ms, parts = profile(net, args.steps, args.algo, update_parts=args.update_parts)
     total = sum(ms.values())
     print(markdown_table(["phase", "ms per env step", "share"],
                          [[k, f"{v:.2f}", f"{v / total:.0%}"] for k, v in ms.items()]
                          + [["total", f"{total:.2f}", "100%"]]))
-    write_json(args.json, {"net": net, "algo": args.algo, "ms_per_step": ms, "total_ms": total})
+    if parts:
+        print()
+        print(markdown_table(["part of the update", "ms"],
+                             [[k, f"{v:.2f}"] for k, v in parts.items()]))
+    print(f"\nload average {os.getloadavg()[0]:.2f}")
+    write_json(args.json, {"net": net, "algo": args.algo, "ms_per_step": ms, "total_ms": total,
+                           "update_parts_ms": parts, "load_average": os.getloadavg()[0]})
 
 
 if __name__ == "__main__":

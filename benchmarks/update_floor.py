@@ -10,6 +10,8 @@ alternated with the matmul measurement, and the fraction is the median over the 
 
     python benchmarks/update_floor.py --hidden 256 256 --batch 256 --threads 1 --json FILE
     python benchmarks/update_floor.py --hidden 64 64 --threads 2 --busy 1   # one spinning process
+    python benchmarks/update_floor.py --hidden 256 256 --thread-study      # 1 vs 2 threads,
+                                                  # no extra process vs one spinning process
 """
 
 from __future__ import annotations
@@ -123,6 +125,29 @@ def spin() -> None:
         pass
 
 
+def thread_study(run, batch: int, rounds: int, seconds: float) -> list[dict]:
+    """Our updates/s with 1 and 2 torch threads, without and with one extra spinning process,
+    the four conditions alternated in every round; medians over the rounds."""
+    conditions = [(threads, busy) for busy in (0, 1) for threads in (1, 2)]
+    rates: dict[tuple[int, int], list[float]] = {c: [] for c in conditions}
+    for _ in range(rounds):
+        for threads, busy in conditions:
+            torch.set_num_threads(threads)
+            spinners = [multiprocessing.Process(target=spin, daemon=True) for _ in range(busy)]
+            for process in spinners:
+                process.start()
+            try:
+                updates_per_s(run, batch, 0.2)  # settle the thread pool and the spinner
+                rates[(threads, busy)].append(updates_per_s(run, batch, seconds))
+            finally:
+                for process in spinners:
+                    process.kill()
+                    process.join()
+    torch.set_num_threads(1)
+    return [{"threads": t, "busy": b, "updates_per_s": statistics.median(rates[(t, b)]),
+             "rounds": rates[(t, b)]} for t, b in conditions]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
@@ -133,9 +158,24 @@ def main() -> None:
     parser.add_argument("--fill-steps", type=int, default=1000)
     parser.add_argument("--busy", type=int, default=0,
                         help="start this many spinning processes (a busy core) while measuring")
+    parser.add_argument("--thread-study", action="store_true",
+                        help="only time our update with 1/2 threads, other core free/busy")
     parser.add_argument("--json")
     args = parser.parse_args()
     run = build_filled_run(args.hidden, args.batch, args.threads, args.fill_steps)
+    if args.thread_study:
+        rows = thread_study(run, args.batch, args.rounds, args.seconds)
+        one = {row["busy"]: row["updates_per_s"] for row in rows if row["threads"] == 1}
+        print(markdown_table(
+            ["hidden", "batch", "torch threads", "extra spinning process", "updates/s",
+             "ms per update", "vs 1 thread"],
+            [[args.hidden, args.batch, r["threads"], "yes" if r["busy"] else "no",
+              f"{r['updates_per_s']:.1f}", f"{1000 / r['updates_per_s']:.2f}",
+              f"{r['updates_per_s'] / one[r['busy']]:.2f}"] for r in rows]))
+        print(f"\nload average {os.getloadavg()[0]:.2f}")
+        write_json(args.json, {"env": ENV_ID, "hidden": args.hidden, "batch": args.batch,
+                               "thread_study": rows, "load_average": os.getloadavg()[0]})
+        return
     torch.set_num_threads(args.threads)
     spaces = run.algo.actor.trunk[0].in_features, run.algo.actor.mean_head.out_features
     parts = update_flops(spaces[0], spaces[1], args.hidden, args.batch,

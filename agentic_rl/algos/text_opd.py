@@ -85,6 +85,12 @@ class TextOPDConfig(BaseModel):
     opd_alpha_steps: int = Field(200, ge=1, description="updates over which opd_alpha decays")
     distill_batch_episodes: int = Field(16, ge=1)
     bc_steps: int = Field(2000, ge=0, description="imitation steps before any RL")
+    dagger_rounds: int = Field(0, ge=0, description="after bc_steps: rounds of playing "
+                               "dagger_games train games greedily, labelling the visited "
+                               "states with the expert's command, and dagger_steps imitation "
+                               "steps on demos + labelled episodes")
+    dagger_games: int = Field(32, ge=1)
+    dagger_steps: int = Field(200, ge=0)
     games_per_iteration: int = Field(8, ge=1)
     group_size: int = Field(4, ge=1, description="episodes per game in one batch")
     max_commands: int = Field(64, ge=2)

@@ -35,6 +35,7 @@ class _Playing:
     log_probs: list[float] = dataclasses.field(default_factory=list)
     values: list[float] = dataclasses.field(default_factory=list)
     subgoals: list[str] = dataclasses.field(default_factory=list)
+    labels: list[str] = dataclasses.field(default_factory=list)
     counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     previous: str = ""
     subgoal: str = ""
@@ -55,12 +56,15 @@ class TextCollector:
         planner: optional subgoal planner (see :mod:`agentic_rl.plan`).
         period: Manager period C.
         max_commands: admissible commands beyond this are dropped.
+        expert_labels: record ``info["expert_command"]`` at every step (for DAgger; the envs
+            must compute it).
     """
 
     def __init__(self, envs: list, table: TextTable, learner, planner=None, period: int = 5,
-                 max_commands: int = 64) -> None:
+                 max_commands: int = 64, expert_labels: bool = False) -> None:
         self.envs, self.table, self.learner = envs, table, learner
         self.planner, self.period, self.max_commands = planner, period, max_commands
+        self.expert_labels = expert_labels
 
     def play(self, game_indices: list[int], seeds: list[int],
              deterministic: bool = False) -> list[TextEpisode]:
@@ -144,6 +148,8 @@ class TextCollector:
         p.log_probs.append(log_prob)
         p.values.append(value)
         p.subgoals.append(p.subgoal)
+        if self.expert_labels:
+            p.labels.append(p.info.get("expert_command") or "")
         p.subgoal_age += 1
         p.counts[commands[action]] += 1
         p.previous = commands[action]
@@ -157,6 +163,8 @@ class TextCollector:
             bootstrap_value=p.bootstrap)
         episode.log_prob = np.asarray(p.log_probs, np.float32)
         episode.value = np.asarray(p.values, np.float32)
+        if self.expert_labels:
+            episode.expert_command = self.table.ids(p.labels)
         return episode
 
 

@@ -35,7 +35,10 @@ class TextEpisode:
         log_prob, value: ``[L]`` under the behaviour policy (zeros for demonstrations).
         subgoal: ``[L]`` row id of the subgoal text in force (0: none).
         bootstrap_value: value of the state after the last step if the episode was truncated.
-        game, task_type, success, source: metadata (``source``: expert / self / rollout).
+        game, task_type, success, source: metadata (``source``: expert / self / rollout /
+            dagger).
+        expert_command: ``[L]`` row ids of the expert's command at each visited state (0: none),
+            when the collector asked the env for it.
     """
 
     task: int
@@ -55,6 +58,7 @@ class TextEpisode:
     task_type: str = ""
     success: bool = False
     source: str = "rollout"
+    expert_command: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.action.shape[0])
@@ -86,6 +90,35 @@ def history_buckets(commands: np.ndarray, previous_command: np.ndarray) -> np.nd
         out[t] = np.minimum(issued, COUNT_BUCKETS - 1)
         out[t] += COUNT_BUCKETS * ((row == previous_command[t]) & (row != 0) & (t > 0))
     return out
+
+
+def expert_relabelled(episode: TextEpisode) -> TextEpisode | None:
+    """DAgger: the episode's own states (and its own previous commands, which feed the memory
+    and the history buckets) with the expert's command as the action to imitate. Cut at the
+    first step without an expert command; a label beyond the listed commands takes the last
+    slot. None if the first step has no label."""
+    labels = episode.expert_command
+    missing = np.flatnonzero(labels == 0)
+    length = int(missing[0]) if missing.size else len(labels)
+    if length == 0:
+        return None
+    commands, counts = episode.commands[:length].copy(), episode.num_commands[:length].copy()
+    actions = np.zeros(length, np.int64)
+    for t in range(length):
+        hits = np.flatnonzero(commands[t, : counts[t]] == labels[t])
+        if hits.size:
+            actions[t] = hits[0]
+        else:
+            if counts[t] < commands.shape[1]:
+                counts[t] += 1
+            actions[t] = counts[t] - 1
+            commands[t, actions[t]] = labels[t]
+    zeros = np.zeros(length, np.float32)
+    return dataclasses.replace(
+        episode, observation=episode.observation[:length], inventory=episode.inventory[:length],
+        previous_command=episode.previous_command[:length], commands=commands,
+        num_commands=counts, action=actions, reward=zeros, log_prob=zeros, value=zeros,
+        subgoal=episode.subgoal[:length], expert_command=labels[:length], source="dagger")
 
 
 def discounted_returns(reward: np.ndarray, gamma: float) -> np.ndarray:

@@ -5,7 +5,8 @@ episodes (+ prototype episodes) -> ``TextOPD.update`` -> logger / checkpoints.
 
 1. Prototypes: expert demonstrations (``agent.prototype_data_path``) and, later, the agent's own
    successful episodes (up to ``self_prototype_capacity``).
-2. ``bc_steps`` imitation steps (cross-entropy only).
+2. ``bc_steps`` imitation steps (cross-entropy only), then ``dagger_rounds`` DAgger rounds: the
+   policy plays train games, the expert labels the states it reached, imitation goes on.
 3. Until ``training.total_timesteps`` env steps: ``games_per_iteration`` train games, each played
    ``group_size`` times by the sampling policy, one ``update``.
 4. Every ``training.eval_freq`` env steps (and after imitation): greedy evaluation on
@@ -29,7 +30,7 @@ from safetensors.torch import save_file
 from agentic_rl.algos.text_opd import TextOPD, TextOPDConfig
 from agentic_rl.collect.text_collector import TextCollector, success_table
 from agentic_rl.config import ConfigError, ExperimentConfig
-from agentic_rl.data.text_episodes import TextEpisode, episodes_from_demos
+from agentic_rl.data.text_episodes import TextEpisode, episodes_from_demos, expert_relabelled
 from agentic_rl.nets.text import TextTable
 from agentic_rl.train.checkpoint import (MODEL_FILE, STATE_FILE, CheckpointError, flatten_state,
                                          latest_checkpoint, load_learner, save_checkpoint)
@@ -40,13 +41,15 @@ BEST_DIR = "best"
 
 
 def build_text_envs(config: ExperimentConfig, count: int, games: list[str] | None = None,
-                    expert: bool = False) -> list:
+                    expert: bool = False, use_planner: bool | None = None) -> list:
     """``count`` ALFWorld envs over ``games`` (default: the configured split)."""
     from agentic_rl.envs.alfworld import make_alfworld_env
 
     kwargs = {k: v for k, v in config.environment.kwargs.items() if k != "expert"}
     if games is not None:
         kwargs["games"] = games
+    if use_planner is not None:
+        kwargs["use_planner"] = use_planner
     return [make_alfworld_env(**kwargs, encode=False, expert=expert) for _ in range(count)]
 
 
@@ -115,6 +118,36 @@ def save_model(folder: Path, learner: TextOPD, extra: dict[str, Any]) -> None:
     os.replace(temporary, folder)
 
 
+def dagger(learner: TextOPD, table: TextTable, prototypes: PrototypeEpisodes,
+           config: ExperimentConfig, games: list[str], train_ids: list[int], planner,
+           rng: np.random.Generator, logger: Logger, subgoals) -> None:
+    """DAgger rounds (Ross et al. 2011): the current policy plays train games greedily, the
+    handcoded expert labels every state it reaches, the labelled episodes join the expert
+    prototypes, and imitation continues on all of them. Training-time only: the expert is
+    never consulted at evaluation."""
+    algo: TextOPDConfig = config.algorithm  # type: ignore[assignment]
+    # the handcoded expert labels every step; the per-game Fast Downward plan is not needed
+    envs = build_text_envs(config, algo.dagger_games, games, expert=True, use_planner=False)
+    labeller = TextCollector(envs, table, learner, planner,
+                             algo.manager.period if algo.manager else 5, algo.max_commands,
+                             expert_labels=True)
+    labelled_steps = 0
+    for round_ in range(algo.dagger_rounds):
+        chosen = [int(g) for g in rng.choice(train_ids, algo.dagger_games, replace=False)]
+        seeds = [int(s) for s in rng.integers(2**31, size=len(chosen))]
+        episodes = labeller.play(chosen, seeds, deterministic=True)
+        relabelled = [r for r in map(expert_relabelled, episodes) if r is not None]
+        prototypes.expert += relabelled
+        labelled_steps += sum(len(r) for r in relabelled)
+        for _ in range(algo.dagger_steps):
+            metrics = learner.imitation_step(
+                table.tensor(), prototypes.sample(algo.distill_batch_episodes), subgoals())
+        logger.log(round_, {**(metrics if algo.dagger_steps else {}),
+                            "dagger/rollout_success_rate": success_table(episodes)["success_rate"],
+                            "dagger/labelled_steps": labelled_steps,
+                            "dagger/prototype_episodes": len(prototypes.expert)})
+
+
 def train_text_run(config: ExperimentConfig, run_dir: Path, resume: bool = False,
                    show_progress: bool = True, init_from: str | Path | None = None) -> dict:
     """Run the whole training; write ``summary.json`` and return it."""
@@ -181,6 +214,9 @@ def train_text_run(config: ExperimentConfig, run_dir: Path, resume: bool = False
                         subgoals())
                     if (i + 1) % 100 == 0:
                         logger.log(step, {**metrics, "train/bc_step": i + 1})
+                if algo.dagger_rounds:
+                    dagger(learner, table, prototypes, config, games, train_ids, planner, rng,
+                           logger, subgoals)
                 if holdout_ids:
                     evaluate_and_keep()
                 checkpoint()

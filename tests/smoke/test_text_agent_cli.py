@@ -48,7 +48,7 @@ def _config(tmp_path: Path, games: Path, demos: Path | list[str], **algorithm) -
 
 def test_text_opd_trains_resumes_and_evaluates(games_and_demos, tmp_path: Path):
     games, demos = games_and_demos
-    config = _config(tmp_path, games, demos)
+    config = _config(tmp_path, games, demos, dagger_rounds=1, dagger_games=2, dagger_steps=3)
     assert main(["train", str(config), "--log-dir", str(tmp_path / "runs"), "--no-progress"]) == 0
     run = tmp_path / "runs" / "text_seed0"
     summary = json.loads((run / "summary.json").read_text())
@@ -56,6 +56,7 @@ def test_text_opd_trains_resumes_and_evaluates(games_and_demos, tmp_path: Path):
     assert 0.0 <= summary["best_holdout_success"] <= 1.0
     assert len(summary["eval_history"]) >= 2  # after imitation and during RL
     assert (run / "best" / "model.safetensors").exists()
+    assert "dagger/labelled_steps" in (run / "metrics.csv").read_text()
 
     # more steps from the last checkpoint
     assert main(["train", str(config), "--log-dir", str(tmp_path / "runs"), "--no-progress",

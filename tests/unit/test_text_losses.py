@@ -126,3 +126,19 @@ def _episode(reward, value=None, terminated=True, bootstrap=0.0, game="g",
         value=np.asarray(value if value is not None else np.zeros(length), np.float32),
         subgoal=np.zeros(length, np.int64), terminated=terminated, bootstrap_value=bootstrap,
         game=game)
+
+
+def test_expert_relabelling_keeps_the_agents_states_and_imitates_the_expert():
+    from agentic_rl.data.text_episodes import expert_relabelled
+
+    episode = _episode([0.0, 0.0, 0.0], width=2)
+    episode.commands[:] = [[1, 2], [1, 2], [1, 2]]
+    episode.previous_command = np.array([0, 1, 1])  # the agent issued command 1 twice
+    episode.expert_command = np.array([2, 9, 0])  # 9 is not listed; no label at t=2
+    relabelled = expert_relabelled(episode)
+    assert len(relabelled) == 2 and relabelled.source == "dagger"
+    np.testing.assert_array_equal(relabelled.action, [1, 1])
+    np.testing.assert_array_equal(relabelled.commands, [[1, 2], [1, 9]])  # last slot taken
+    np.testing.assert_array_equal(relabelled.previous_command, [0, 1])
+    episode.expert_command = np.array([0, 2, 2])
+    assert expert_relabelled(episode) is None

@@ -81,3 +81,24 @@ def test_unsupported_configurations_use_autograd():
     tanh_actor = SAC(SACConfig(), AgentConfig(hidden_sizes=[8], activation="tanh"), SPACES)
     assert not tanh_actor.manual_gradients
     tanh_actor.update(_batch())  # autograd path still trains
+
+
+def test_manual_update_does_exactly_the_counted_matrix_flops():
+    # benchmarks/update_floor.py counts the minimum products of one update; the hand-written
+    # path does exactly those (autograd also computes the critic input's full gradient).
+    import importlib.util
+
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from tests.conftest import REPO
+
+    spec = importlib.util.spec_from_file_location(
+        "update_floor", REPO / "benchmarks" / "update_floor.py")
+    update_floor = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(update_floor)
+    learner, batch = _learner("sac"), _batch()
+    learner.update(batch)
+    with FlopCounterMode(display=False) as counter:
+        learner.update(batch)
+    counted = update_floor.update_flops(9, 4, [32, 24], 16, num_q=2)
+    assert counter.get_total_flops() == sum(counted.values())

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import functools
 import json
 from typing import Any
 
@@ -279,5 +280,21 @@ def make_engine(fast: bool = True, infos: textworld.EnvInfos | None = None,
     engine = FastPddlEnv(infos) if fast else PddlEnv(infos)
     env = AlfredInfos(AlfredDemangler(engine, shuffle=domain_randomization))
     if expert:
-        env = AlfredExpert(env)
+        env = _guarded(AlfredExpert)(env)
     return env
+
+
+@functools.cache
+def _guarded(expert_class: type) -> type:
+    """ALFWorld's expert wrapper whose handcoded expert has no command (instead of crashing
+    the step) on states it cannot handle: some states an agent reaches, though never the expert
+    itself, make it ``random.choice`` from an empty list."""
+
+    class GuardedAlfredExpert(expert_class):
+        def _gather_infos(self) -> None:
+            try:
+                super()._gather_infos()
+            except (IndexError, KeyError, ValueError):
+                self.state["extra.expert_plan"] = []
+
+    return GuardedAlfredExpert

@@ -1,7 +1,8 @@
 """SAC's (and OPD's MSE distillation's) losses and their gradients without autograd.
 
 For the networks SAC builds (ReLU MLP actor with a tanh-Gaussian head, ReLU ensemble critic)
-the whole update is a few dozen tensor operations when the backward pass is written out:
+the backward pass written out takes far fewer tensor operations than autograd's (618 aten
+calls per update instead of 1,086 at [64,64], nested calls included) and no graph:
 
 - the actor runs once over ``[s'; s; prototype states]`` (one noise draw ``[2B, a]``, s' first,
   in the order the autograd path draws it);

@@ -114,6 +114,7 @@ class TextCollector:
                ("task", "observation", "inventory", "previous_command", "subgoal")}
         out["commands"] = np.zeros((len(batch), 1, width), np.int64)
         out["history"] = np.zeros((len(batch), 1, width), np.int64)
+        out["match"] = np.zeros((len(batch), 1, width), np.int64)
         out["command_mask"] = np.zeros((len(batch), 1, width), bool)
         start = 0
         for row, (p, commands) in enumerate(zip(batch, lists)):
@@ -125,6 +126,9 @@ class TextCollector:
             issued = np.asarray([min(p.counts[c], COUNT_BUCKETS - 1) for c in commands])
             repeat = np.asarray([bool(p.previous) and c == p.previous for c in commands])
             out["history"][row, 0, :n] = issued + COUNT_BUCKETS * repeat
+            out["match"][row, 0, :n] = self.table.match_buckets(
+                int(out["task"][row, 0]), int(out["observation"][row, 0]),
+                out["commands"][row, 0, :n])
             out["command_mask"][row, 0, :n] = True
             start += 5 + n
         batch_tensors = {key: torch.from_numpy(value) for key, value in out.items()}

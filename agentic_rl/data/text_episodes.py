@@ -39,6 +39,8 @@ class TextEpisode:
             dagger).
         expert_command: ``[L]`` row ids of the expert's command at each visited state (0: none),
             when the collector asked the env for it.
+        match: ``[L, N]`` task/observation match buckets of the commands
+            (:meth:`~agentic_rl.nets.text.TextTable.match_buckets`).
     """
 
     task: int
@@ -59,6 +61,7 @@ class TextEpisode:
     success: bool = False
     source: str = "rollout"
     expert_command: np.ndarray | None = None
+    match: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.action.shape[0])
@@ -92,7 +95,14 @@ def history_buckets(commands: np.ndarray, previous_command: np.ndarray) -> np.nd
     return out
 
 
-def expert_relabelled(episode: TextEpisode) -> TextEpisode | None:
+def match_buckets(table: TextTable, task: int, observation: np.ndarray,
+                  commands: np.ndarray) -> np.ndarray:
+    """``[L, N]`` match buckets of every step's commands."""
+    return np.stack([table.match_buckets(task, int(o), row)
+                     for o, row in zip(observation, commands)])
+
+
+def expert_relabelled(episode: TextEpisode, table: TextTable) -> TextEpisode | None:
     """DAgger: the episode's own states (and its own previous commands, which feed the memory
     and the history buckets) with the expert's command as the action to imitate. Cut at the
     first step without an expert command; a label beyond the listed commands takes the last
@@ -118,7 +128,8 @@ def expert_relabelled(episode: TextEpisode) -> TextEpisode | None:
         episode, observation=episode.observation[:length], inventory=episode.inventory[:length],
         previous_command=episode.previous_command[:length], commands=commands,
         num_commands=counts, action=actions, reward=zeros, log_prob=zeros, value=zeros,
-        subgoal=episode.subgoal[:length], expert_command=labels[:length], source="dagger")
+        subgoal=episode.subgoal[:length], expert_command=labels[:length], source="dagger",
+        match=match_buckets(table, episode.task, episode.observation[:length], commands))
 
 
 def discounted_returns(reward: np.ndarray, gamma: float) -> np.ndarray:
@@ -151,6 +162,7 @@ def collate(episodes: list[TextEpisode], subgoal_vectors: torch.Tensor | None = 
                 for key in ("reward", "log_prob", "value")})
     out["commands"] = np.zeros((count, steps, width), np.int64)
     out["history"] = np.zeros((count, steps, width), np.int64)
+    out["match"] = np.zeros((count, steps, width), np.int64)
     out["command_mask"] = np.zeros((count, steps, width), bool)
     out["step_mask"] = np.zeros((count, steps), bool)
     for i, episode in enumerate(episodes):
@@ -160,6 +172,7 @@ def collate(episodes: list[TextEpisode], subgoal_vectors: torch.Tensor | None = 
             out[key][i, :length] = getattr(episode, key)
         out["commands"][i, :length, :n] = episode.commands
         out["history"][i, :length, :n] = episode.history
+        out["match"][i, :length, :n] = episode.match
         out["command_mask"][i, :length, :n] = (np.arange(n)[None, :]
                                                < episode.num_commands[:, None])
         out["step_mask"][i, :length] = True
@@ -238,11 +251,13 @@ def text_episode(table: TextTable, task: str, observations: list[str], inventori
         commands[t, : len(row)] = table.ids(row)
     taken = commands[np.arange(length), np.asarray(actions, np.int64)]
     previous = np.concatenate([[0], taken[:-1]]).astype(np.int64)
+    task_id, observation_ids = int(table.ids([task])[0]), table.ids(observations)
     return TextEpisode(
-        task=int(table.ids([task])[0]), observation=table.ids(observations),
+        task=task_id, observation=observation_ids,
         inventory=table.ids(inventories), previous_command=previous, commands=commands,
         num_commands=np.asarray([len(c) for c in command_lists], np.int64),
         action=np.asarray(actions, np.int64), reward=np.asarray(rewards, np.float32),
         log_prob=np.zeros(length, np.float32), value=np.zeros(length, np.float32),
         subgoal=table.ids(subgoals) if subgoals else np.zeros(length, np.int64),
-        terminated=terminated, **meta)
+        terminated=terminated, match=match_buckets(table, task_id, observation_ids, commands),
+        **meta)

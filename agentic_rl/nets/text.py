@@ -10,11 +10,14 @@ the hierarchical agent) a subgoal vector; a GRU runs over the steps of an episod
 logit is ``(s_t + e(h_tn)) . c_n``: ``s_t`` the state vector, ``c_n`` the command's projection,
 and ``e(h_tn)`` a learned vector for the command's history bucket (how often it was issued
 earlier in the episode, whether it was the previous command), so the memory of where the agent
-has been does not have to be squeezed through the GRU alone.
+has been does not have to be squeezed through the GRU alone. A second bucket says how many of
+the command's words are in the task and whether the object it names was just seen: sentence
+embeddings blur which object a command is about, and BC agents walked past the task's object.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 import numpy as np
@@ -23,6 +26,12 @@ from torch import nn
 
 COUNT_BUCKETS = 4  # issued 0, 1, 2, 3+ times before
 HISTORY_BUCKETS = 2 * COUNT_BUCKETS  # x (was / was not the previous command)
+OVERLAP_BUCKETS = 4  # 0, 1, 2, 3+ of the command's content words are in the task
+MATCH_BUCKETS = 2 * OVERLAP_BUCKETS  # x (all its object words are in the last observation)
+# Words that say nothing about which object or place a command is about.
+FUNCTION_WORDS = frozenset(
+    "a an the some to from in on with it its is are at of and or then you your see into "
+    "under two".split())
 
 
 class TextTable:
@@ -42,6 +51,7 @@ class TextTable:
         self.index: dict[str, int] = {"": 0}
         self._vectors: list[np.ndarray] = [np.zeros((1, self.dim), np.float32)]
         self._tensor: torch.Tensor | None = None
+        self._words: list[frozenset[str] | None] = [frozenset()]
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -69,6 +79,37 @@ class TextTable:
                 self.index[texts[i]] = len(self.texts)
                 self.texts.append(texts[i])
             self._tensor = None
+
+    def words(self, row: int) -> frozenset[str]:
+        """Content words of a row's text (lower case letters only, function words dropped)."""
+        if len(self._words) < len(self.texts):
+            self._words += [None] * (len(self.texts) - len(self._words))
+        words = self._words[row]
+        if words is None:
+            words = frozenset(re.findall("[a-z]+", self.texts[row].lower())) - FUNCTION_WORDS
+            self._words[row] = words
+        return words
+
+    def match_buckets(self, task: int, observation: int, commands: np.ndarray) -> np.ndarray:
+        """How each command relates to the task and to what the agent just saw.
+
+        Args:
+            task, observation: row ids.
+            commands: ``[N]`` row ids (0 = padding).
+
+        Returns:
+            int64 ``[N]``: ``min(|command words & task words|, 3) + 4 * (the command's words
+            after its verb all occur in the observation)``; 0 for padding.
+        """
+        task_words, seen = self.words(task), self.words(observation)
+        out = np.zeros(len(commands), np.int64)
+        for i, row in enumerate(commands):
+            if row:
+                words = self.words(int(row))
+                objects = frozenset(re.findall("[a-z]+", self.texts[row].lower())[1:]) & words
+                out[i] = (min(len(words & task_words), OVERLAP_BUCKETS - 1)
+                          + OVERLAP_BUCKETS * bool(objects and objects <= seen))
+        return out
 
     def tensor(self) -> torch.Tensor:
         """All embeddings, float32 ``[len(self), dim]`` (row 0 zeros)."""
@@ -107,8 +148,11 @@ class TextPolicy(nn.Module):
         state_in = hidden + 3 * embed_dim + (embed_dim if subgoal else 0)
         self.state_mlp = mlp([state_in, hidden, hidden])
         self.command_mlp = mlp([embed_dim, hidden, hidden])
-        self.history_embed = nn.Embedding(HISTORY_BUCKETS, hidden)
+        # Per-slot features: a vector (dotted with the command) and a bias per bucket.
+        self.history_embed = nn.Embedding(HISTORY_BUCKETS, hidden + 1)
+        self.match_embed = nn.Embedding(MATCH_BUCKETS, hidden + 1)
         nn.init.zeros_(self.history_embed.weight)
+        nn.init.zeros_(self.match_embed.weight)
         self.value_mlp = mlp([hidden, hidden, 1])
 
     def initial_state(self, batch: int) -> torch.Tensor:
@@ -123,7 +167,7 @@ class TextPolicy(nn.Module):
             table: embeddings ``[V, embed_dim]`` (``TextTable.tensor()``).
             batch: int64 row ids ``task [B, T]``, ``observation [B, T]``, ``inventory [B, T]``,
                 ``previous_command [B, T]``, ``commands [B, T, N]``; ``history [B, T, N]``
-                buckets; bool ``command_mask [B, T, N]``; with ``subgoal=True`` also float
+                and ``match [B, T, N]`` buckets; bool ``command_mask [B, T, N]``; with ``subgoal=True`` also float
                 ``subgoal [B, T, embed_dim]``.
             memory: GRU state ``[1, B, hidden]`` carried from earlier steps (None: zeros).
 
@@ -147,8 +191,11 @@ class TextPolicy(nn.Module):
         unique, inverse = torch.unique(batch["commands"], return_inverse=True)  # [U], [B, T, N]
         commands = self.command_mlp(table[unique])  # [U, H]
         scores = torch.gather(state @ commands.T, -1, inverse)  # [B, T, N]
-        history = (self.history_embed.weight @ commands.T)[batch["history"], inverse]
-        logits = (scores + history) / self.hidden ** 0.5
+        # the constant last column turns each bucket's last weight into a plain bias
+        commands = torch.cat([commands, torch.full_like(commands[:, :1], self.hidden ** 0.5)], 1)
+        slots = ((self.history_embed.weight @ commands.T)[batch["history"], inverse]
+                 + (self.match_embed.weight @ commands.T)[batch["match"], inverse])
+        logits = (scores + slots) / self.hidden ** 0.5
         logits = logits.masked_fill(~batch["command_mask"], float("-inf"))
         values = self.value_mlp(state).squeeze(-1)
         return logits, values, memory

@@ -136,7 +136,7 @@ def dagger(learner: TextOPD, table: TextTable, prototypes: PrototypeEpisodes,
         chosen = [int(g) for g in rng.choice(train_ids, algo.dagger_games, replace=False)]
         seeds = [int(s) for s in rng.integers(2**31, size=len(chosen))]
         episodes = labeller.play(chosen, seeds, deterministic=True)
-        relabelled = [r for r in map(expert_relabelled, episodes) if r is not None]
+        relabelled = [r for e in episodes if (r := expert_relabelled(e, table)) is not None]
         prototypes.expert += relabelled
         labelled_steps += sum(len(r) for r in relabelled)
         for _ in range(algo.dagger_steps):

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from agentic_rl.algos.text_opd import ManagerConfig
-from agentic_rl.nets.text import HISTORY_BUCKETS, TextPolicy, TextTable
+from agentic_rl.nets.text import HISTORY_BUCKETS, MATCH_BUCKETS, TextPolicy, TextTable
 from agentic_rl.plan import ChatPlanner, ExpertPlanPlanner, build_planner
 from agentic_rl.plan.planners import PlannerError
 
@@ -26,6 +26,7 @@ def _batch(generator: torch.Generator, subgoal: bool = False) -> dict[str, torch
     batch = {"task": ids(B, T), "observation": ids(B, T), "inventory": ids(B, T),
              "previous_command": ids(B, T), "commands": ids(B, T, N),
              "history": torch.randint(0, HISTORY_BUCKETS, (B, T, N), generator=generator),
+             "match": torch.randint(0, MATCH_BUCKETS, (B, T, N), generator=generator),
              "command_mask": mask}
     if subgoal:
         batch["subgoal"] = torch.randn(B, T, DIM, generator=generator)
@@ -61,7 +62,7 @@ def test_logits_follow_the_commands_not_their_order(table):
     batch["command_mask"][:] = True
     order = torch.tensor([4, 2, 0, 1, 3])
     shuffled = {**batch, "commands": batch["commands"][..., order],
-                "history": batch["history"][..., order]}
+                "history": batch["history"][..., order], "match": batch["match"][..., order]}
     logits, _, _ = policy(table, batch)
     torch.testing.assert_close(policy(table, shuffled)[0], logits[..., order])
 
@@ -81,6 +82,7 @@ def nn_init_history(policy: TextPolicy) -> None:
     """History embeddings start at zero; give them values so the test sees them."""
     with torch.no_grad():
         policy.history_embed.weight.normal_()
+        policy.match_embed.weight.normal_()
 
 
 class _Encoder:
@@ -214,3 +216,16 @@ def test_demo_episodes_are_parsed_and_their_embeddings_cached(tmp_path):
     changed = _Encoder()
     episodes_from_demos(path, TextTable(changed), max_commands=2)
     assert len(changed.calls) == 1
+
+
+def test_match_buckets_count_task_words_and_flag_objects_just_seen():
+    table = TextTable(dim=2)
+    texts = ["put a clean mug in the coffeemachine.", "On the shelf 3, you see a mug 1.",
+             "take mug 1 from shelf 3", "go to coffeemachine 1", "clean mug 1 with sinkbasin 1",
+             "take cd 2 from shelf 3", "look"]
+    table.add(texts, np.zeros((len(texts), 2), np.float32))
+    ids = table.ids(texts)
+    buckets = table.match_buckets(ids[0], ids[1], np.append(ids[2:], 0))
+    # take mug: 1 task word (mug), mug and shelf just seen; go to coffeemachine: 1 task word;
+    # clean mug: 2 (clean, mug); take cd: 0 task words but seen? no (cd not seen); look: 0
+    np.testing.assert_array_equal(buckets, [1 + 4, 1, 2, 0, 0, 0])

@@ -16,6 +16,7 @@ from agentic_rl.algos.text_losses import (
     hierarchy_of_groups_advantages,
 )
 from agentic_rl.algos.text_opd import TextOPD, TextOPDConfig, gae_episode
+from agentic_rl.nets.text import TextTable
 from agentic_rl.data.text_episodes import (
     TextEpisode,
     collate,
@@ -125,7 +126,7 @@ def _episode(reward, value=None, terminated=True, bootstrap=0.0, game="g",
         reward=np.asarray(reward, np.float32), log_prob=np.zeros(length, np.float32),
         value=np.asarray(value if value is not None else np.zeros(length), np.float32),
         subgoal=np.zeros(length, np.int64), terminated=terminated, bootstrap_value=bootstrap,
-        game=game)
+        game=game, match=np.zeros((length, width), np.int64))
 
 
 def test_expert_relabelling_keeps_the_agents_states_and_imitates_the_expert():
@@ -135,10 +136,12 @@ def test_expert_relabelling_keeps_the_agents_states_and_imitates_the_expert():
     episode.commands[:] = [[1, 2], [1, 2], [1, 2]]
     episode.previous_command = np.array([0, 1, 1])  # the agent issued command 1 twice
     episode.expert_command = np.array([2, 9, 0])  # 9 is not listed; no label at t=2
-    relabelled = expert_relabelled(episode)
+    table = TextTable(dim=2)
+    table.add([f"go to place {i}" for i in range(1, 10)], np.zeros((9, 2), np.float32))
+    relabelled = expert_relabelled(episode, table)
     assert len(relabelled) == 2 and relabelled.source == "dagger"
     np.testing.assert_array_equal(relabelled.action, [1, 1])
     np.testing.assert_array_equal(relabelled.commands, [[1, 2], [1, 9]])  # last slot taken
     np.testing.assert_array_equal(relabelled.previous_command, [0, 1])
     episode.expert_command = np.array([0, 2, 2])
-    assert expert_relabelled(episode) is None
+    assert expert_relabelled(episode, table) is None

@@ -32,6 +32,9 @@ MATCH_BUCKETS = 2 * OVERLAP_BUCKETS  # x (all its object words are in the last o
 FUNCTION_WORDS = frozenset(
     "a an the some to from in on with it its is are at of and or then you your see into "
     "under two".split())
+# Task adjectives to the command verbs they call for ("put a hot mug ..." needs "heat mug ...").
+WORD_FORMS = {"hot": "heat", "heated": "heat", "cold": "cool", "cooled": "cool",
+              "cleaned": "clean"}
 
 
 class TextTable:
@@ -81,12 +84,14 @@ class TextTable:
             self._tensor = None
 
     def words(self, row: int) -> frozenset[str]:
-        """Content words of a row's text (lower case letters only, function words dropped)."""
+        """Content words of a row's text (lower case letters only, function words dropped,
+        task adjectives as their verbs)."""
         if len(self._words) < len(self.texts):
             self._words += [None] * (len(self.texts) - len(self._words))
         words = self._words[row]
         if words is None:
-            words = frozenset(re.findall("[a-z]+", self.texts[row].lower())) - FUNCTION_WORDS
+            words = frozenset(WORD_FORMS.get(w, w) for w in re.findall(
+                "[a-z]+", self.texts[row].lower())) - FUNCTION_WORDS
             self._words[row] = words
         return words
 

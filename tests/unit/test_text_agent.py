@@ -229,3 +229,6 @@ def test_match_buckets_count_task_words_and_flag_objects_just_seen():
     # take mug: 1 task word (mug), mug and shelf just seen; go to coffeemachine: 1 task word;
     # clean mug: 2 (clean, mug); take cd: 0 task words but seen? no (cd not seen); look: 0
     np.testing.assert_array_equal(buckets, [1 + 4, 1, 2, 0, 0, 0])
+    table.add(["put a hot mug in cabinet.", "heat mug 1 with microwave 1"], np.zeros((2, 2)))
+    hot, heat = table.ids(["put a hot mug in cabinet.", "heat mug 1 with microwave 1"])
+    assert table.match_buckets(hot, ids[1], np.array([heat]))[0] == 2  # hot -> heat, mug

@@ -82,6 +82,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2, help="variants trained at once")
     parser.add_argument("--out-dir", default="bench_out/alfworld_agents")
+    parser.add_argument("--imitation-run", default=None,
+                        help="start the RL variants from this finished imitation run (e.g. "
+                             "seed 0's) instead of training one: RL seeds on one base")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="extra config overrides for every variant")
     parser.add_argument("--json", default=None)
@@ -91,8 +94,9 @@ def main(argv: list[str] | None = None) -> dict:
     common = [f"agent.prototype_data_path={args.demos}", f"training.seed={args.seed}", *args.set]
     start = time.time()
     context = multiprocessing.get_context("spawn")
-    base = str(out / "imitation")
-    if "imitation" in args.variants or FROM_IMITATION & set(args.variants):
+    base = args.imitation_run or str(out / "imitation")
+    if args.imitation_run is None and ("imitation" in args.variants
+                                       or FROM_IMITATION & set(args.variants)):
         train_variant(("imitation", args.config, common + VARIANTS["imitation"], base, None))
     jobs = []  # the variant trained from scratch first: it takes longest
     for name in sorted(args.variants, key=lambda n: n in FROM_IMITATION):
@@ -104,10 +108,10 @@ def main(argv: list[str] | None = None) -> dict:
     with context.Pool(max(1, min(args.workers, len(jobs) or 1))) as pool:
         summaries = dict(zip([j[0] for j in jobs], pool.map(train_variant, jobs)))
         if "imitation" in args.variants:
-            summaries["imitation"] = json.loads((out / "imitation" / "summary.json").read_text())
+            summaries["imitation"] = json.loads((Path(base) / "summary.json").read_text())
         names = [n for n in args.variants if n in summaries]
-        reports = pool.map(evaluate_variant,
-                           [(n, str(out / n), args.valid) for n in names])
+        reports = pool.map(evaluate_variant, [
+            (n, base if n == "imitation" else str(out / n), args.valid) for n in names])
     results = {}
     for name, report in zip(names, reports):
         summary = summaries[name]

@@ -102,3 +102,18 @@ def test_eval_of_a_text_agent_needs_data(games_and_demos, tmp_path: Path, capsys
     assert main(["train", str(config), "--log-dir", str(tmp_path / "runs"), "--no-progress"]) == 0
     assert main(["eval", str(tmp_path / "runs" / "text_seed0")]) == 2
     assert "--data" in capsys.readouterr().err
+
+
+MODEL = Path(__file__).resolve().parents[2] / "models" / "alfworld"
+VALID_SEEN = Path(__file__).resolve().parents[3] / "shared" / "alfworld" / "valid_seen_slim.tar.xz"
+
+
+@pytest.mark.skipif(not (MODEL / "model.safetensors").exists() or not VALID_SEEN.exists(),
+                    reason="needs the committed model and ../shared/alfworld")
+def test_the_committed_model_evaluates_without_training(tmp_path: Path):
+    report_file = tmp_path / "eval.json"
+    assert main(["eval", str(MODEL), "--data", str(VALID_SEEN), "--episodes", "4",
+                 "--json", str(report_file)]) == 0
+    report = json.loads(report_file.read_text())
+    assert report["episodes"] == 4 and not report["oracle"]
+    assert 0.0 <= report["success_rate"] <= 1.0 and report["per_task_type"]

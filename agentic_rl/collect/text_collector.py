@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from agentic_rl.data.text_episodes import TextEpisode, text_episode
-from agentic_rl.nets.text import COUNT_BUCKETS, TextTable
+from agentic_rl.nets.text import TextTable, history_bucket
 
 
 @dataclasses.dataclass
@@ -123,9 +123,9 @@ class TextCollector:
                 out[key][row, 0] = ids[start + offset]
             n = len(commands)
             out["commands"][row, 0, :n] = ids[start + 5 : start + 5 + n]
-            issued = np.asarray([min(p.counts[c], COUNT_BUCKETS - 1) for c in commands])
-            repeat = np.asarray([bool(p.previous) and c == p.previous for c in commands])
-            out["history"][row, 0, :n] = issued + COUNT_BUCKETS * repeat
+            out["history"][row, 0, :n] = history_bucket(
+                np.asarray([p.counts[c] for c in commands], np.int64),
+                [bool(p.previous) and c == p.previous for c in commands])
             out["match"][row, 0, :n] = self.table.match_buckets(
                 int(out["task"][row, 0]), int(out["observation"][row, 0]),
                 out["commands"][row, 0, :n])

@@ -8,6 +8,7 @@ of the same game form a group (``game``) for the group-based updates.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from agentic_rl.nets.text import COUNT_BUCKETS, TextTable
+from agentic_rl.nets.text import TextTable, history_bucket
 
 STEP_FIELDS = ("observation", "inventory", "previous_command", "action", "reward", "log_prob",
                "value", "subgoal")
@@ -66,7 +67,7 @@ class TextEpisode:
     def __len__(self) -> int:
         return int(self.action.shape[0])
 
-    @property
+    @functools.cached_property  # collate reads it on every imitation step
     def history(self) -> np.ndarray:
         """``[L, N]`` history buckets of every admissible command (see :func:`history_buckets`)."""
         return history_buckets(self.commands, self.previous_command)
@@ -90,8 +91,7 @@ def history_buckets(commands: np.ndarray, previous_command: np.ndarray) -> np.nd
             counts[int(previous_command[t])] = counts.get(int(previous_command[t]), 0) + 1
         row = commands[t]
         issued = np.fromiter((counts.get(int(c), 0) for c in row), np.int64, row.shape[0])
-        out[t] = np.minimum(issued, COUNT_BUCKETS - 1)
-        out[t] += COUNT_BUCKETS * ((row == previous_command[t]) & (row != 0) & (t > 0))
+        out[t] = history_bucket(issued, (row == previous_command[t]) & (row != 0) & (t > 0))
     return out
 
 

@@ -37,6 +37,12 @@ WORD_FORMS = {"hot": "heat", "heated": "heat", "cold": "cool", "cooled": "cool",
               "cleaned": "clean"}
 
 
+def history_bucket(issued: np.ndarray, is_previous: np.ndarray) -> np.ndarray:
+    """``min(issued, 3) + 4 * is_previous``: a command's history bucket from how often it was
+    issued earlier in the episode and whether it was the last command (int64, any shape)."""
+    return np.minimum(issued, COUNT_BUCKETS - 1) + COUNT_BUCKETS * np.asarray(is_previous, np.int64)
+
+
 class TextTable:
     """Row ids for texts and their (frozen) embeddings; encodes unseen texts in one batch.
 
@@ -54,7 +60,9 @@ class TextTable:
         self.index: dict[str, int] = {"": 0}
         self._vectors: list[np.ndarray] = [np.zeros((1, self.dim), np.float32)]
         self._tensor: torch.Tensor | None = None
-        self._words: list[frozenset[str] | None] = [frozenset()]
+        # per row: (content words, content words after the first word), filled on demand
+        self._terms: list[tuple[frozenset[str], frozenset[str]] | None] = [
+            (frozenset(), frozenset())]
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -66,11 +74,7 @@ class TextTable:
         if new:
             if self.encoder is None:
                 raise KeyError(f"text not in the table and no encoder to embed it: {new[0]!r}")
-            self._vectors.append(np.asarray(self.encoder.encode(new), np.float32))
-            for text in new:
-                self.index[text] = len(self.texts)
-                self.texts.append(text)
-            self._tensor = None
+            self.add(new, self.encoder.encode(new))
         return np.fromiter((self.index[t] for t in texts), np.int64, len(texts))
 
     def add(self, texts: list[str], vectors: np.ndarray) -> None:
@@ -86,14 +90,18 @@ class TextTable:
     def words(self, row: int) -> frozenset[str]:
         """Content words of a row's text (lower case letters only, function words dropped,
         task adjectives as their verbs)."""
-        if len(self._words) < len(self.texts):
-            self._words += [None] * (len(self.texts) - len(self._words))
-        words = self._words[row]
-        if words is None:
-            words = frozenset(WORD_FORMS.get(w, w) for w in re.findall(
-                "[a-z]+", self.texts[row].lower())) - FUNCTION_WORDS
-            self._words[row] = words
-        return words
+        return self._text_terms(row)[0]
+
+    def _text_terms(self, row: int) -> tuple[frozenset[str], frozenset[str]]:
+        """``(content words, content words after the first word)`` of a row's text."""
+        if len(self._terms) < len(self.texts):
+            self._terms += [None] * (len(self.texts) - len(self._terms))
+        terms = self._terms[row]
+        if terms is None:
+            tokens = [WORD_FORMS.get(w, w) for w in re.findall("[a-z]+", self.texts[row].lower())]
+            terms = (frozenset(tokens) - FUNCTION_WORDS, frozenset(tokens[1:]) - FUNCTION_WORDS)
+            self._terms[row] = terms
+        return terms
 
     def match_buckets(self, task: int, observation: int, commands: np.ndarray) -> np.ndarray:
         """How each command relates to the task and to what the agent just saw.
@@ -110,8 +118,7 @@ class TextTable:
         out = np.zeros(len(commands), np.int64)
         for i, row in enumerate(commands):
             if row:
-                words = self.words(int(row))
-                objects = frozenset(re.findall("[a-z]+", self.texts[row].lower())[1:]) & words
+                words, objects = self._text_terms(int(row))
                 out[i] = (min(len(words & task_words), OVERLAP_BUCKETS - 1)
                           + OVERLAP_BUCKETS * bool(objects and objects <= seen))
         return out

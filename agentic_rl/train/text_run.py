@@ -53,6 +53,14 @@ def build_text_envs(config: ExperimentConfig, count: int, games: list[str] | Non
     return [make_alfworld_env(**kwargs, encode=False, expert=expert) for _ in range(count)]
 
 
+def text_collector(algo: TextOPDConfig, envs: list, table: TextTable, learner: TextOPD, planner,
+                   expert_labels: bool = False) -> TextCollector:
+    """A collector with the config's Manager period and command limit."""
+    return TextCollector(envs, table, learner, planner,
+                         algo.manager.period if algo.manager else 5, algo.max_commands,
+                         expert_labels)
+
+
 def build_text_learner(config: ExperimentConfig) -> tuple[TextOPD, TextTable]:
     """The learner and a text table backed by the shared MiniLM encoder."""
     from agentic_rl.nets.text_encoder import shared_encoder
@@ -128,9 +136,7 @@ def dagger(learner: TextOPD, table: TextTable, prototypes: PrototypeEpisodes,
     algo: TextOPDConfig = config.algorithm  # type: ignore[assignment]
     # the handcoded expert labels every step; the per-game Fast Downward plan is not needed
     envs = build_text_envs(config, algo.dagger_games, games, expert=True, use_planner=False)
-    labeller = TextCollector(envs, table, learner, planner,
-                             algo.manager.period if algo.manager else 5, algo.max_commands,
-                             expert_labels=True)
+    labeller = text_collector(algo, envs, table, learner, planner, expert_labels=True)
     labelled_steps = 0
     for round_ in range(algo.dagger_rounds):
         chosen = [int(g) for g in rng.choice(train_ids, algo.dagger_games, replace=False)]
@@ -174,9 +180,8 @@ def train_text_run(config: ExperimentConfig, run_dir: Path, resume: bool = False
     planner = build_planner(algo.manager)
     needs_expert = bool(planner is not None and planner.needs_expert)
     width = algo.games_per_iteration * algo.group_size
-    collector = TextCollector(build_text_envs(config, width, games, needs_expert), table,
-                              learner, planner, algo.manager.period if algo.manager else 5,
-                              algo.max_commands)
+    collector = text_collector(algo, build_text_envs(config, width, games, needs_expert), table,
+                               learner, planner)
     subgoals = (lambda: table.tensor()) if algo.manager is not None else (lambda: None)
     step = iteration = 0
     best = -1.0
@@ -294,8 +299,7 @@ def evaluate_text_model(config: ExperimentConfig, path: str | Path, data: str | 
     planner = build_planner(algo.manager)
     oracle = bool(planner is not None and planner.needs_expert)
     envs = build_text_envs(config, min(width, len(indices)), games, expert=oracle)
-    collector = TextCollector(envs, table, learner, planner,
-                              algo.manager.period if algo.manager else 5, algo.max_commands)
+    collector = text_collector(algo, envs, table, learner, planner)
     start = time.time()
     result = evaluate_games(collector, indices, seed)
     return {"model": str(folder), "data": str(data), "split": split, "oracle": oracle,

@@ -37,12 +37,21 @@ def is_goal_env(env: gym.Env) -> bool:
     return isinstance(space, gym.spaces.Dict) and all(k in space.spaces for k in GOAL_KEYS)
 
 
+def wrapper_attr(env: gym.Env, name: str, default=None):
+    """``name`` from the outermost wrapper (or the base env) that defines it, else ``default``
+    (wrappers such as ``mazes.GoalMaze`` add the goal attributes their base env lacks)."""
+    try:
+        return env.get_wrapper_attr(name)
+    except AttributeError:
+        return default
+
+
 def goal_functions(env: gym.Env) -> GoalFunctions:
     """Build tensor reward/success functions for a goal env."""
     base = env.unwrapped
-    threshold = getattr(base, "distance_threshold", None)
-    reward_type = getattr(base, "reward_type", None)
-    terminates = bool(getattr(base, "terminates_on_success", False))
+    threshold = wrapper_attr(env, "distance_threshold")
+    reward_type = wrapper_attr(env, "reward_type")
+    terminates = bool(wrapper_attr(env, "terminates_on_success", False))
     if threshold is not None and reward_type in ("sparse", "dense"):
         def success_fn(achieved: torch.Tensor, desired: torch.Tensor) -> torch.Tensor:
             return (torch.linalg.vector_norm(achieved - desired, dim=-1) < threshold).float()
@@ -55,18 +64,20 @@ def goal_functions(env: gym.Env) -> GoalFunctions:
                 return -torch.linalg.vector_norm(achieved - desired, dim=-1)
         return GoalFunctions(reward_fn, success_fn, terminates)
 
+    compute_reward = wrapper_attr(env, "compute_reward")
+    compute_success = wrapper_attr(env, "compute_success")
+
     def numpy_reward(achieved: torch.Tensor, desired: torch.Tensor) -> torch.Tensor:
-        reward = base.compute_reward(achieved.numpy(), desired.numpy(), {})
+        reward = compute_reward(achieved.numpy(), desired.numpy(), {})
         return torch.as_tensor(np.asarray(reward, dtype=np.float32))
 
-    if hasattr(base, "compute_success"):
-        def numpy_success(achieved: torch.Tensor, desired: torch.Tensor) -> torch.Tensor:
-            return torch.as_tensor(np.asarray(base.compute_success(achieved.numpy(),
-                                                                   desired.numpy()), np.float32))
-    else:
-        def numpy_success(achieved: torch.Tensor, desired: torch.Tensor) -> torch.Tensor:
+    def numpy_success(achieved: torch.Tensor, desired: torch.Tensor) -> torch.Tensor:
+        if compute_success is None:
             raise ValueError(f"{type(base).__name__} has no compute_success; HER cannot relabel "
                              "'terminated' for it")
+        return torch.as_tensor(np.asarray(compute_success(achieved.numpy(), desired.numpy()),
+                                          np.float32))
+
     return GoalFunctions(numpy_reward, numpy_success, terminates)
 
 

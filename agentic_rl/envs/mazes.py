@@ -35,24 +35,36 @@ def is_success(achieved_goal: np.ndarray, desired_goal: np.ndarray) -> np.ndarra
 class GoalMaze(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Goal-conditioned view of a gymnasium-robotics maze (float32 dict observations)."""
 
-    def __init__(self, env: gym.Env, reward_type: str = "sparse") -> None:
-        gym.utils.RecordConstructorArgs.__init__(self, reward_type=reward_type)
+    def __init__(self, env: gym.Env, reward_type: str = "sparse",
+                 observe_position: bool = False) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, reward_type=reward_type,
+                                                 observe_position=observe_position)
         gym.Wrapper.__init__(self, env)
         if reward_type not in ("sparse", "dense"):
             raise ValueError(f"reward_type must be 'sparse' or 'dense', got {reward_type!r}")
-        self.reward_type = reward_type
+        self.reward_type, self.observe_position = reward_type, observe_position
+        # goal.goal_functions reads this to relabel terminations as the env ends episodes.
+        self.terminates_on_success = not env.unwrapped.continuing_task
+        boxes = dict(env.observation_space.spaces)
+        if observe_position:  # the ant's observation leaves out its own (x, y)
+            inner, position = boxes["observation"], boxes["achieved_goal"]
+            boxes["observation"] = spaces.Box(
+                np.concatenate([inner.low, position.low]).astype(np.float32),
+                np.concatenate([inner.high, position.high]).astype(np.float32), dtype=np.float32)
         self.observation_space = spaces.Dict(
             {
                 key: spaces.Box(
                     space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32
                 )
-                for key, space in env.observation_space.spaces.items()
+                for key, space in boxes.items()
             }
         )
 
-    @staticmethod
-    def _cast(obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {key: np.asarray(value, dtype=np.float32) for key, value in obs.items()}
+    def _cast(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        obs = {key: np.asarray(value, dtype=np.float32) for key, value in obs.items()}
+        if self.observe_position:
+            obs["observation"] = np.concatenate([obs["observation"], obs["achieved_goal"]])
+        return obs
 
     def compute_reward(self, achieved_goal, desired_goal, info: Any) -> np.ndarray:
         """Vectorised reward ``[...]``: sparse 1/0 success, or dense ``exp(-distance)``."""
@@ -60,6 +72,10 @@ class GoalMaze(gym.Wrapper, gym.utils.RecordConstructorArgs):
             return is_success(achieved_goal, desired_goal).astype(np.float32)
         distance = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
         return np.exp(-distance).astype(np.float32)
+
+    def compute_success(self, achieved_goal, desired_goal) -> np.ndarray:
+        """Vectorised success ``[...]`` bool (what ends the episode unless continuing)."""
+        return is_success(achieved_goal, desired_goal)
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
@@ -79,6 +95,7 @@ def make_maze(
     continuing_task: bool = False,
     reward_type: str = "sparse",
     max_episode_steps: int | None = None,
+    observe_position: bool = False,
     **kwargs: Any,
 ) -> GoalMaze:
     """Build a goal-conditioned maze.
@@ -88,6 +105,8 @@ def make_maze(
         continuing_task: keep going after success (gymnasium-robotics' default); False ends it.
         reward_type: ``"sparse"`` or ``"dense"``.
         max_episode_steps: step limit; None keeps the registered one.
+        observe_position: append ``achieved_goal`` (the agent's x, y) to ``observation``, for
+            the ant, whose observation leaves its position out.
         **kwargs: passed to the underlying env (e.g. ``maze_map``, ``render_mode``).
     """
     if name not in MAZE_IDS.values():
@@ -97,7 +116,7 @@ def make_maze(
     env = gym.make(
         name, continuing_task=continuing_task, reward_type=reward_type, **extra, **kwargs
     )
-    return GoalMaze(env, reward_type=reward_type)
+    return GoalMaze(env, reward_type=reward_type, observe_position=observe_position)
 
 
 def register_maze_envs() -> None:

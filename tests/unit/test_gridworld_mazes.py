@@ -42,3 +42,17 @@ def test_is_success_radius_and_registration():
     for _ in range(20):
         _, _, term, trunc, _ = env.step(np.zeros(2, np.float32))
     assert trunc and not term
+
+
+def test_observe_position_appends_the_ants_xy():
+    plain, with_xy = make_maze("AntMaze_UMaze-v5"), make_maze("AntMaze_UMaze-v5",
+                                                             observe_position=True)
+    check_env(with_xy, skip_render_check=True)
+    size = plain.observation_space["observation"].shape[0]
+    assert with_xy.observation_space["observation"].shape == (size + 2,)
+    obs, _ = with_xy.reset(seed=0)
+    reference, _ = plain.reset(seed=0)
+    np.testing.assert_array_equal(obs["observation"][:size], reference["observation"])
+    np.testing.assert_array_equal(obs["observation"][size:], obs["achieved_goal"])
+    obs, *_ = with_xy.step(np.zeros(8, np.float32))
+    np.testing.assert_array_equal(obs["observation"][size:], obs["achieved_goal"])

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from agentic_rl.algos import ON_POLICY, TEXT
+from agentic_rl.algos import HIERARCHICAL_OFF_POLICY, ON_POLICY, TEXT
 from agentic_rl.config import ConfigError
 
 RUNS_DIR = "runs"
@@ -85,7 +85,12 @@ def cmd_eval(args: argparse.Namespace) -> None:
         return
     env = make_env(config.environment.name, config.environment.kwargs,
                    config.environment.goal_region)
-    algo = build_algo(config, spaces_of(env))
+    if config.algorithm.name in HIERARCHICAL_OFF_POLICY:
+        from agentic_rl.train.hier_run import build_hgpo_sac
+
+        algo = build_hgpo_sac(config, env)
+    else:
+        algo = build_algo(config, spaces_of(env))
     load_learner(algo, latest_checkpoint(run_dir))
     safety = build_safety(config, env)
     shield = safety.eval_shield if safety and not args.no_shield else None

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agentic_rl.algos.hgpo import HGPOConfig
+from agentic_rl.algos.hgpo_sac import HGPOSACConfig
 from agentic_rl.algos.opd import OPDConfig
 from agentic_rl.algos.ppo import PPOConfig
 from agentic_rl.algos.sac import SACConfig
@@ -134,7 +135,7 @@ class VerificationConfig(Section):
 
 ALGORITHM_CONFIGS: dict[str, type[BaseModel]] = {
     cls.model_fields["name"].default: cls
-    for cls in (SACConfig, OPDConfig, PPOConfig, HGPOConfig, TextOPDConfig)}
+    for cls in (SACConfig, OPDConfig, PPOConfig, HGPOConfig, HGPOSACConfig, TextOPDConfig)}
 AlgorithmConfig = Annotated[Union[tuple(ALGORITHM_CONFIGS.values())],  # noqa: UP007
                             Field(discriminator="name")]
 

@@ -1,12 +1,15 @@
-"""HGPO against a flat PPO baseline at an equal env-step budget, several seeds.
+"""HGPO against a flat baseline at an equal env-step budget, several seeds.
 
     python benchmarks/hgpo_vs_flat.py --env keydoor --seeds 3 --json hgpo_keydoor.json
+    python benchmarks/hgpo_vs_flat.py --env pointmaze --seeds 3 --jobs 2 --json pointmaze.json
     python benchmarks/hgpo_vs_flat.py --goal-reaching --json goal_reaching.json
 
-Each run trains from ``configs/hgpo_<env>.yaml`` and ``configs/ppo_<env>.yaml`` through
-``agentic_rl.train.onpolicy.train_onpolicy`` and scores the final deterministic evaluation
-(``eval/success_rate`` over ``num_eval_episodes``), and also evaluates the final policy with
-sampled actions (``stochastic_*``). Writes
+Each run trains from ``configs/hgpo_<env>.yaml`` and the flat config of ``FLAT`` (PPO on the
+grid, SAC+HER on the continuous mazes) and scores the final deterministic evaluation
+(``eval/success_rate`` over ``num_eval_episodes``). On-policy runs go through
+``agentic_rl.train.onpolicy.train_onpolicy`` and also evaluate the final policy with sampled
+actions (``stochastic_*``); off-policy runs (``hgpo_sac``, ``sac``) go through
+``agentic_rl.train.run.train`` in a temporary run folder and also report env steps/s. Writes
 ``{"budget_steps", "hgpo": {"success_mean", "success_std", ...}, "flat": {...}, "wall_seconds"}``.
 ``--goal-reaching`` is the check of doc 1 section 6.1: a Worker trained in an open grid with
 random goals must reach hand-picked cells (goal = phi(target state)) in >= 80% of trials.
@@ -16,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -26,12 +31,17 @@ import torch
 import yaml
 
 from agentic_rl.algos.hgpo import HGPO, HGPOConfig
+from agentic_rl.algos import ON_POLICY
 from agentic_rl.algos.ppo import PPO, PPOConfig
+from agentic_rl.config import validate_config
 from agentic_rl.envs.gridworld import ENV_IDS, BatchGridWorld
 from agentic_rl.envs.mazes import MAZE_IDS, make_maze
+from agentic_rl.train.logger import read_metrics
 from agentic_rl.train.onpolicy import evaluate, train_onpolicy
+from agentic_rl.train.run import train
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+FLAT = {"keydoor": "ppo_keydoor", "pointmaze": "sac_her_pointmaze", "antmaze": "sac_her_antmaze"}
 
 
 def make_vec_env(env_cfg: dict[str, Any], num_envs: int, seed: int) -> gym.vector.VectorEnv:
@@ -58,6 +68,8 @@ def run(
     """Train one seed; returns final eval success, the eval curve and wall-clock seconds.
     With ``goal_plot`` (HGPO only) also draws Manager goals against phi(s) to that PNG."""
     torch.set_num_threads(1)
+    if config["algorithm"]["name"] not in ON_POLICY:
+        return run_offpolicy(config, seed, budget)
     env_cfg, train_cfg = config["environment"], config["training"]
     envs = make_vec_env(env_cfg, env_cfg.get("num_envs", 16), seed)
     eval_env = make_vec_env(env_cfg, 4, seed + 1000)
@@ -79,6 +91,22 @@ def run(
         plot_goals(algo, make_vec_env(env_cfg, 1, seed + 3000), goal_plot)
     return {"success": final["eval/success_rate"], "success_stochastic": sampled["eval/success_rate"],
             "curve": curve, "wall_seconds": wall}
+
+
+def run_offpolicy(config: dict[str, Any], seed: int, budget: int) -> dict[str, Any]:
+    """One seed of an off-policy config through the library's own ``train``."""
+    raw = {**config, "training": {**config["training"], "seed": seed, "total_timesteps": budget}}
+    with tempfile.TemporaryDirectory() as folder:
+        summary = train(validate_config(raw), Path(folder) / "run", show_progress=False)
+        curve = [(int(step), value) for step, value in
+                 read_metrics(Path(folder) / "run" / "metrics.csv").get("eval/success_rate", [])]
+    return {"success": summary["success_rate"], "success_stochastic": None, "curve": curve,
+            "wall_seconds": summary["wall_seconds"],
+            "env_steps_per_second": summary["env_steps"] / summary["wall_seconds"]}
+
+
+def run_job(job: tuple[dict[str, Any], int, int, Path | None]) -> dict[str, Any]:
+    return run(*job)
 
 
 def plot_goals(algo: HGPO, env: gym.vector.VectorEnv, path: Path, episodes: int = 3) -> None:
@@ -121,11 +149,17 @@ def plot_goals(algo: HGPO, env: gym.vector.VectorEnv, path: Path, episodes: int 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     success = np.array([r["success"] for r in runs])
-    sampled = np.array([r["success_stochastic"] for r in runs])
-    return {"success_mean": float(success.mean()), "success_std": float(success.std()),
-            "per_seed": success.tolist(), "stochastic_success_mean": float(sampled.mean()),
-            "stochastic_success_std": float(sampled.std()), "stochastic_per_seed": sampled.tolist(), "wall_seconds": sum(r["wall_seconds"] for r in runs),
-            "curves": [r["curve"] for r in runs]}
+    out = {"success_mean": float(success.mean()), "success_std": float(success.std()),
+           "per_seed": success.tolist(), "wall_seconds": sum(r["wall_seconds"] for r in runs),
+           "curves": [r["curve"] for r in runs]}
+    if runs[0]["success_stochastic"] is not None:
+        sampled = np.array([r["success_stochastic"] for r in runs])
+        out |= {"stochastic_success_mean": float(sampled.mean()),
+                "stochastic_success_std": float(sampled.std()),
+                "stochastic_per_seed": sampled.tolist()}
+    if "env_steps_per_second" in runs[0]:
+        out["env_steps_per_second"] = [r["env_steps_per_second"] for r in runs]
+    return out
 
 
 def goal_reaching_check(seed: int, budget: int) -> dict[str, Any]:
@@ -172,8 +206,9 @@ def reach(algo: HGPO, probe: BatchGridWorld, target, period: int, rng, determini
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--env", choices=["keydoor", "pointmaze", "antmaze"], default="keydoor")
+    parser.add_argument("--env", choices=sorted(FLAT), default="keydoor")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1, help="runs in parallel processes")
     parser.add_argument("--budget", type=int, default=None, help="env steps (default: config's)")
     parser.add_argument("--json", type=Path, required=True)
     parser.add_argument("--goal-reaching", action="store_true", help="run the section 6.1 check")
@@ -185,20 +220,27 @@ def main() -> None:
         print(f"goal reaching over {result['trials']} trials: deterministic Worker "
               f"{result['goal_reaching_rate']:.2f}, sampled {result['goal_reaching_rate_sampled']:.2f}")
     else:
-        configs = {m: yaml.safe_load((CONFIGS / f"{m}_{args.env}.yaml").read_text()) for m in ("hgpo", "ppo")}
+        names = {"hgpo": f"hgpo_{args.env}", "flat": FLAT[args.env]}
+        configs = {k: yaml.safe_load((CONFIGS / f"{v}.yaml").read_text()) for k, v in names.items()}
         budget = args.budget or configs["hgpo"]["training"]["total_timesteps"]
-        result = {"env": args.env, "budget_steps": budget, "seeds": args.seeds}
-        for method, key in (("hgpo", "hgpo"), ("ppo", "flat")):
-            plots = {0: args.goal_plot} if method == "hgpo" else {}
-            runs = [run(configs[method], seed, budget, plots.get(seed)) for seed in range(args.seeds)]
-            result[key] = summarise(runs)
+        result = {"env": args.env, "budget_steps": budget, "seeds": args.seeds, "configs": names}
+        jobs = [(configs[key], seed, budget, args.goal_plot if key == "hgpo" and seed == 0 else None)
+                for key in names for seed in range(args.seeds)]
+        if args.jobs > 1:
+            with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+                runs = pool.map(run_job, jobs, chunksize=1)
+        else:
+            runs = [run_job(job) for job in jobs]
+        for index, key in enumerate(names):
+            result[key] = summarise(runs[index * args.seeds:(index + 1) * args.seeds])
         print(f"budget {budget} env steps, {args.seeds} seeds; success = deterministic eval, "
-              "sampled = stochastic-policy eval")
+              "sampled = stochastic-policy eval (on-policy runs only)")
         print(f"{'method':8s} {'success':>14s} {'sampled':>14s} {'wall s':>8s}")
-        for key in ("hgpo", "flat"):
+        for key in names:
             r = result[key]
-            print(f"{key:8s} {r['success_mean']:7.2f} +- {r['success_std']:.2f} "
-                  f"{r['stochastic_success_mean']:7.2f} +- {r['stochastic_success_std']:.2f} "
+            sampled = (f"{r['stochastic_success_mean']:7.2f} +- {r['stochastic_success_std']:.2f}"
+                       if "stochastic_success_mean" in r else f"{'-':>14s}")
+            print(f"{key:8s} {r['success_mean']:7.2f} +- {r['success_std']:.2f} {sampled} "
                   f"{r['wall_seconds']:8.1f}")
     result["wall_seconds"] = time.perf_counter() - start
     args.json.write_text(json.dumps(result, indent=2))

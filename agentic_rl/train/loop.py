@@ -94,10 +94,11 @@ def run_evaluation(run: Run, logger: Logger) -> float:
     return result.success_rate
 
 
-def rollout_metrics(run: Run) -> dict[str, float]:
-    if not run.recent_episodes:
+def episode_metrics(recent: list[dict[str, float]]) -> dict[str, float]:
+    """Mean return, length and success of the recent episodes (``rollout/`` keys)."""
+    if not recent:
         return {}
-    return {f"rollout/{name}": float(np.mean([e[key] for e in run.recent_episodes]))
+    return {f"rollout/{name}": float(np.mean([e[key] for e in recent]))
             for name, key in (("ep_rew_mean", "return"), ("ep_len_mean", "length"),
                               ("success_rate", "success"))}
 
@@ -208,7 +209,7 @@ def log_training(run: Run, logger: Logger, sums: dict[str, float], count: int,
     now = time.perf_counter()
     fps = (run.step - clock[1]) / max(now - clock[0], 1e-9)
     logger.log(run.step, {**{k: v / max(count, 1) for k, v in sums.items()},
-                          **rollout_metrics(run), **run.skills.metrics(),
+                          **episode_metrics(run.recent_episodes), **run.skills.metrics(),
                           **(run.safety.metrics() if run.safety else {}),
                           "time/fps": fps, "time/episodes": float(run.episodes)})
     return now, run.step

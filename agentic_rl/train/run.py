@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from agentic_rl.algos import ON_POLICY, TEXT
+from agentic_rl.algos import HIERARCHICAL_OFF_POLICY, ON_POLICY, TEXT
 from agentic_rl.config import ConfigError, ExperimentConfig, dump_config, validate_config
 from agentic_rl.train import state
 from agentic_rl.train.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
@@ -79,10 +79,14 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
         from agentic_rl.train.text_run import train_text_run
 
         return train_text_run(config, run_dir, resume, show_progress, init_from)
-    if config.algorithm.name in ON_POLICY:
+    if config.algorithm.name in ON_POLICY or config.algorithm.name in HIERARCHICAL_OFF_POLICY:
         if init_from is not None:
             raise ConfigError("--init-from transfers SAC/OPD actors and prototypes; it does not "
                               f"apply to {config.algorithm.name}")
+        if config.algorithm.name in HIERARCHICAL_OFF_POLICY:
+            from agentic_rl.train.hier_run import train_hgpo_sac_run
+
+            return train_hgpo_sac_run(config, run_dir, resume, show_progress)
         from agentic_rl.train.onpolicy_run import train_onpolicy_run
 
         return train_onpolicy_run(config, run_dir, resume, show_progress)

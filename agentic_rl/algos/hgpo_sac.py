@@ -1,0 +1,200 @@
+"""HGPO with off-policy SAC levels (SPEC A7, continuous tasks such as point and ant mazes).
+
+The Manager is a goal-conditioned SAC whose action is a subgoal in the env's achieved-goal
+space (a box ``[-goal_scale, goal_scale]^G``); it picks one at episode start and every
+``period`` steps. The Worker is a goal-conditioned SAC that chases the current subgoal. Both
+learn from their own replay with hindsight relabelling (``train.hier_loop`` collects the
+data): the Worker's transitions store the subgoal as their desired goal, so HER teaches it to
+reach any achieved goal; a Manager transition spans one period (start observation, subgoal,
+env reward summed over the period, observation at the period's end). Off-policy correction
+for the Manager: with probability ``hindsight_actions`` a stored subgoal is replaced by the
+goal the Worker actually achieved in that period (HAC's hindsight action transitions), so
+old Manager data stays valid as the Worker changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentic_rl.algos.hgpo import _prefixed as prefixed
+from agentic_rl.algos.sac import SAC, HERConfig, SACConfig
+
+
+class SACLevelConfig(BaseModel):
+    """Networks, optimisers and SAC update of one level (Manager or Worker)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    obs_keys: list[str] = Field(default_factory=lambda: ["observation"],
+                                description="observation keys this level reads (concatenated)")
+    hidden_sizes: list[int] = Field(default_factory=lambda: [256, 256])
+    activation: Literal["relu", "tanh"] = "relu"
+    actor_lr: float = Field(1e-3, gt=0)
+    critic_lr: float = Field(1e-3, gt=0)
+    alpha_lr: float = Field(1e-3, gt=0)
+    init_alpha: float = Field(0.1, gt=0)
+    target_entropy: float | Literal["auto"] = "auto"
+    batch_size: int = Field(256, ge=1)
+    gamma: float = Field(0.95, gt=0, le=1)
+    tau: float = Field(0.05, gt=0, le=1)
+    num_q: int = Field(2, ge=1)
+    her: HERConfig = Field(default_factory=HERConfig)
+    update_every: int = Field(1, ge=1, description="one gradient step per this many env steps")
+
+    def sac_config(self) -> SACConfig:
+        return SACConfig(batch_size=self.batch_size, gamma=self.gamma, tau=self.tau,
+                         num_q=self.num_q, her=self.her)
+
+
+class HGPOSACConfig(BaseModel):
+    """HGPO with SAC levels (the ``algorithm`` section of a config with ``name: hgpo_sac``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: Literal["hgpo_sac"] = "hgpo_sac"
+    period: int = Field(10, ge=1, description="C: env steps per Manager subgoal")
+    goal_scale: float = Field(1.0, gt=0, description="subgoals lie in [-goal_scale, goal_scale]")
+    hindsight_actions: float = Field(
+        0.5, ge=0, le=1, description="share of Manager samples whose subgoal becomes the "
+        "achieved goal at the period's end")
+    manager: SACLevelConfig = Field(default_factory=lambda: SACLevelConfig(gamma=0.9))
+    worker: SACLevelConfig = Field(default_factory=SACLevelConfig)
+
+
+@dataclass
+class SubgoalState:
+    """Per-env hierarchical state carried between ``act`` calls."""
+
+    goal: torch.Tensor  # [N, G] current subgoal in achieved-goal coordinates
+    goal_unit: torch.Tensor  # [N, G] the same subgoal as the Manager's [-1, 1] action
+    step_in_period: torch.Tensor  # [N] steps taken under the current subgoal
+
+
+def level_input(obs: dict[str, torch.Tensor], keys: list[str]) -> torch.Tensor:
+    """``[N, sum of key sizes]``: the listed observation entries, concatenated."""
+    return torch.cat([obs[k].float().reshape(obs[k].shape[0], -1) for k in keys], dim=-1)
+
+
+def hindsight_subgoals(action: torch.Tensor, achieved_unit: torch.Tensor, ratio: float,
+                       generator: torch.Generator) -> torch.Tensor:
+    """Replace each row of the Manager's stored ``action [B, G]`` (in [-1, 1]) by the subgoal
+    the Worker actually reached, ``achieved_unit [B, G]`` (clamped to [-1, 1]), with
+    probability ``ratio``."""
+    swap = torch.rand(action.shape[0], generator=generator) < ratio
+    return torch.where(swap[:, None], achieved_unit.clamp(-1.0, 1.0), action)
+
+
+class HGPOSAC:
+    """Manager and Worker SAC learners behind one ``act`` / ``update``.
+
+    Args:
+        config: hyper-parameters.
+        spaces: ``{"obs": {key: size}, "goal_dim", "act_dim", "action_low", "action_high"}``.
+        device: torch device of both levels.
+        clip_obs: clip of the normalised inputs.
+        seed: seeds uniform exploration and the hindsight draws.
+    """
+
+    def __init__(self, config: HGPOSACConfig, spaces: dict[str, Any], device: str = "cpu",
+                 clip_obs: float = 5.0, seed: int = 0) -> None:
+        self.config = cfg = config
+        goal_dim, act_dim = spaces["goal_dim"], spaces["act_dim"]
+        self.goal_dim = goal_dim
+
+        def level(level_cfg: SACLevelConfig, act: int, low, high) -> SAC:
+            obs_dim = sum(spaces["obs"][k] for k in level_cfg.obs_keys)
+            level_spaces = {"obs_dim": obs_dim, "goal_dim": goal_dim, "act_dim": act,
+                            "action_low": low, "action_high": high}
+            return SAC(level_cfg.sac_config(), level_cfg, level_spaces, device, clip_obs)
+
+        bound = np.full(goal_dim, cfg.goal_scale, dtype=np.float32)
+        self.manager = level(cfg.manager, goal_dim, -bound, bound)
+        self.worker = level(cfg.worker, act_dim, spaces["action_low"], spaces["action_high"])
+        self.generator = torch.Generator().manual_seed(seed)
+
+    # ----------------------------------------------------------------------------- acting
+    def manager_obs(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {"observation": level_input(obs, self.config.manager.obs_keys),
+                "desired_goal": obs["desired_goal"]}
+
+    def worker_obs(self, obs: dict[str, torch.Tensor], goal: torch.Tensor):
+        return {"observation": level_input(obs, self.config.worker.obs_keys),
+                "desired_goal": goal}
+
+    @torch.no_grad()
+    def act(self, obs: dict[str, torch.Tensor], state: SubgoalState | None,
+            deterministic: bool = False, uniform: bool = False):
+        """One step for ``N`` envs. A new subgoal where ``state`` is None, ``obs["is_first"]``
+        is set or the period ran out. ``uniform`` draws subgoals and actions uniformly (the
+        random phase before learning starts).
+
+        Returns:
+            ``(env action [N, act_dim], new state, extras)`` with extras ``unit_action``
+            (Worker, [-1, 1]), ``goal`` / ``goal_unit`` ``[N, G]`` and ``new_goal [N]``.
+        """
+        n = obs["desired_goal"].shape[0]
+        if state is None:
+            zeros = torch.zeros(n, self.goal_dim)
+            state = SubgoalState(zeros, zeros, torch.full((n,), self.config.period))
+        new = state.step_in_period >= self.config.period
+        if "is_first" in obs:
+            new = new | obs["is_first"].bool()
+        goal, goal_unit = state.goal, state.goal_unit
+        if new.any():
+            if uniform:
+                proposal_unit = torch.rand((n, self.goal_dim), generator=self.generator) * 2 - 1
+            else:
+                _, _, extras = self.manager.act(self.manager_obs(obs), None, deterministic)
+                proposal_unit = extras["unit_action"]
+            proposal = self.manager.unit_to_env(proposal_unit)
+            goal = torch.where(new[:, None], proposal, goal)
+            goal_unit = torch.where(new[:, None], proposal_unit, goal_unit)
+        if uniform:
+            act_dim = self.worker.action_low.shape[0]
+            unit = torch.rand((n, act_dim), generator=self.generator) * 2 - 1
+            action = self.worker.unit_to_env(unit)
+        else:
+            action, _, extras = self.worker.act(self.worker_obs(obs, goal), None, deterministic)
+            unit = extras["unit_action"]
+        step = torch.where(new, 1, state.step_in_period + 1)
+        extras = {"unit_action": unit, "goal": goal, "goal_unit": goal_unit, "new_goal": new}
+        return action, SubgoalState(goal, goal_unit, step), extras
+
+    def observe(self, worker_steps: dict[str, torch.Tensor],
+                manager_steps: dict[str, torch.Tensor]) -> None:
+        """Normaliser statistics from one finished episode: its Worker and Manager transitions
+        as the replay stores them (fields ``[L, ...]``)."""
+        for sac, steps in ((self.worker, worker_steps), (self.manager, manager_steps)):
+            sac.observe({
+                "observation": torch.cat([steps["obs"], steps["next_obs"][-1:]]),
+                "achieved_goal": torch.cat([steps["achieved_goal"],
+                                            steps["next_achieved_goal"][-1:]]),
+                "desired_goal": steps["desired_goal"]})
+
+    # ----------------------------------------------------------------------------- learning
+    def update(self, batch: dict[str, dict[str, torch.Tensor]]) -> dict[str, float]:
+        """One SAC step per level present in ``batch`` (keys ``worker`` / ``manager``, each a
+        replay batch as ``SAC.update`` takes it); metrics prefixed by level."""
+        metrics: dict[str, float] = {}
+        if "worker" in batch:
+            metrics |= prefixed(self.worker.update(batch["worker"]), "worker")
+        if "manager" in batch:
+            manager_batch = dict(batch["manager"])
+            achieved = self.manager.env_to_unit(manager_batch["next_achieved_goal"])
+            manager_batch["action"] = hindsight_subgoals(
+                manager_batch["action"], achieved, self.config.hindsight_actions, self.generator)
+            metrics |= prefixed(self.manager.update(manager_batch), "manager")
+        return metrics
+
+    # ----------------------------------------------------------------------------- state
+    def state_dict(self) -> dict[str, Any]:
+        return {"manager": self.manager.state_dict(), "worker": self.worker.state_dict(),
+                "generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.manager.load_state_dict(state["manager"])
+        self.worker.load_state_dict(state["worker"])
+        self.generator.set_state(state["generator"])

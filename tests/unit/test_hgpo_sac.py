@@ -1,0 +1,188 @@
+"""HGPO with SAC levels: subgoal periods, Manager transitions, hindsight subgoals, Worker
+rewards against the subgoal, maze goal functions, a short run through the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from agentic_rl.algos.hgpo_sac import HGPOSAC, HGPOSACConfig, hindsight_subgoals
+from agentic_rl.envs.goal import GoalFunctions, goal_functions
+from agentic_rl.envs.make import make_env
+from agentic_rl.train.hier_run import PeriodRecorder, worker_transition
+
+torch.set_num_threads(1)
+
+SPACES = {"obs": {"observation": 4, "achieved_goal": 2, "desired_goal": 2}, "goal_dim": 2,
+          "act_dim": 2, "action_low": -np.ones(2, np.float32),
+          "action_high": np.ones(2, np.float32)}
+
+
+def make_algo(**overrides) -> HGPOSAC:
+    small = {"hidden_sizes": [8, 8], "batch_size": 4}
+    cfg = HGPOSACConfig(**{"period": 3, "goal_scale": 2.0, "manager": small, "worker": small,
+                           **overrides})
+    return HGPOSAC(cfg, SPACES, seed=0)
+
+
+def obs_of(n: int, first=None) -> dict[str, torch.Tensor]:
+    obs = {"observation": torch.randn(n, 4), "achieved_goal": torch.randn(n, 2),
+           "desired_goal": torch.randn(n, 2)}
+    if first is not None:
+        obs["is_first"] = torch.tensor(first)
+    return obs
+
+
+def test_subgoals_change_exactly_every_period_and_at_episode_start():
+    algo = make_algo()
+    state, goals, news = None, [], []
+    firsts = [[True, True], [False, False], [False, False], [False, False], [False, True],
+              [False, False], [False, False]]
+    for first in firsts:
+        _, state, extras = algo.act(obs_of(2, first), state)
+        goals.append(extras["goal"])
+        news.append(extras["new_goal"].tolist())
+    # env 0: new at steps 0, 3, 6 (period 3); env 1: 0, 3, then 4 (episode start), 7 would be next
+    assert news == [[True, True], [False, False], [False, False], [True, True], [False, True],
+                    [False, False], [True, False]]
+    for t in range(1, len(goals)):
+        for env in range(2):
+            same = torch.equal(goals[t][env], goals[t - 1][env])
+            assert same != news[t][env]
+    assert all((g.abs() <= 2.0).all() for g in goals)  # subgoals stay in the goal_scale box
+    torch.testing.assert_close(extras["goal"], algo.manager.unit_to_env(extras["goal_unit"]))
+
+
+def test_uniform_phase_and_deterministic_acting():
+    algo = make_algo()
+    obs = obs_of(3)
+    action, _, extras = algo.act(obs, None, uniform=True)
+    assert action.shape == (3, 2) and (extras["unit_action"].abs() <= 1).all()
+    first = algo.act(obs, None, deterministic=True)
+    second = algo.act(obs, None, deterministic=True)
+    torch.testing.assert_close(first[0], second[0])
+    torch.testing.assert_close(first[2]["goal"], second[2]["goal"])
+
+
+def test_hindsight_subgoals_swap_rows_with_the_given_probability():
+    action = torch.zeros(6, 2)
+    achieved = torch.tensor([[0.5, -0.5], [2.0, -3.0]] * 3)
+    assert torch.equal(hindsight_subgoals(action, achieved, 0.0, torch.Generator()), action)
+    every = hindsight_subgoals(action, achieved, 1.0, torch.Generator())
+    torch.testing.assert_close(every, achieved.clamp(-1, 1))  # clamped into the action box
+    generator = torch.Generator().manual_seed(3)
+    swap = torch.rand(6, generator=torch.Generator().manual_seed(3)) < 0.5
+    half = hindsight_subgoals(action, achieved, 0.5, generator)
+    torch.testing.assert_close(half, torch.where(swap[:, None], achieved.clamp(-1, 1), action))
+
+
+def step_fields(t: int, n: int = 2) -> dict[str, torch.Tensor]:
+    return {"obs": torch.full((n, 1), float(t)), "achieved_goal": torch.full((n, 2), float(t)),
+            "desired_goal": torch.full((n, 2), 9.0), "reward": torch.tensor([1.0, 10.0]) * t,
+            "next_obs": torch.full((n, 1), t + 1.0),
+            "next_achieved_goal": torch.full((n, 2), t + 1.0), "terminated": torch.zeros(n)}
+
+
+def test_period_recorder_builds_manager_transitions_by_hand():
+    """Two envs, period 2; env 1's episode ends after step 2 (3 steps), env 0's after step 3."""
+    recorder = PeriodRecorder(2)
+    new = [[True, True], [False, False], [True, True], [False, True]]
+    period_end = [[False, False], [True, True], [False, False], [True, False]]
+    episode_end = [[False, False], [False, False], [False, True], [True, False]]
+    ended = []
+    for t in range(4):
+        fields = step_fields(t)
+        extras = {"new_goal": torch.tensor(new[t]), "goal_unit": torch.full((2, 2), 0.1 * t)}
+        ended += recorder.step(fields["obs"], fields["next_obs"], fields, extras,
+                               torch.tensor(period_end[t]), torch.tensor(episode_end[t]))
+    (env_a, first), (env_b, second) = ended
+    assert (env_a, env_b) == (1, 0)
+    # env 1: periods [0, 1] and [2] (cut by the episode end); rewards 10 * (0 + 1) and 10 * 2
+    torch.testing.assert_close(first["reward"], torch.tensor([10.0, 20.0]))
+    torch.testing.assert_close(first["obs"][:, 0], torch.tensor([0.0, 2.0]))
+    torch.testing.assert_close(first["next_obs"][:, 0], torch.tensor([2.0, 3.0]))
+    torch.testing.assert_close(first["action"][:, 0], torch.tensor([0.0, 0.2]))
+    torch.testing.assert_close(first["next_achieved_goal"][:, 0], torch.tensor([2.0, 3.0]))
+    # env 0: periods [0, 1] and [2, 3]; rewards 0 + 1 and 2 + 3
+    torch.testing.assert_close(second["reward"], torch.tensor([1.0, 5.0]))
+    torch.testing.assert_close(second["obs"][:, 0], torch.tensor([0.0, 2.0]))
+    torch.testing.assert_close(second["next_obs"][:, 0], torch.tensor([2.0, 4.0]))
+    assert second["desired_goal"].shape == (2, 2) and (second["desired_goal"] == 9).all()
+
+
+def test_worker_rewarded_and_terminated_against_its_subgoal():
+    algo = make_algo()
+    fns = GoalFunctions(lambda a, d: -(a - d).norm(dim=-1),
+                        lambda a, d: ((a - d).norm(dim=-1) < 0.5).float(), True)
+    transition = {"obs": torch.zeros(2, 4), "achieved_goal": torch.zeros(2, 2),
+                  "desired_goal": torch.full((2, 2), 7.0), "next_obs": torch.ones(2, 4),
+                  "next_achieved_goal": torch.tensor([[1.0, 0.0], [0.0, 3.0]]),
+                  "reward": torch.zeros(2), "terminated": torch.zeros(2)}
+    extras = {"goal": torch.tensor([[1.0, 0.2], [0.0, 0.0]]), "unit_action": torch.zeros(2, 2)}
+    row, manager_now, manager_next = worker_transition(algo, transition, extras, fns)
+    torch.testing.assert_close(row["reward"], torch.tensor([-0.2, -3.0]))
+    torch.testing.assert_close(row["terminated"], torch.tensor([1.0, 0.0]))
+    assert torch.equal(row["desired_goal"], extras["goal"])  # the subgoal, not the env goal
+    assert torch.equal(manager_now, transition["obs"]) and torch.equal(manager_next,
+                                                                        transition["next_obs"])
+
+
+def test_maze_goal_functions_match_the_env():
+    env = make_env("agentic_rl/PointMaze_UMaze-v3", {"continuing_task": False})
+    fns = goal_functions(env)
+    assert fns.terminates_on_success
+    achieved = torch.tensor([[0.0, 0.0], [1.0, 1.0], [0.3, 0.3]])
+    desired = torch.tensor([[0.3, 0.0], [2.0, 2.0], [0.0, 0.0]])
+    expected = env.unwrapped.compute_reward(achieved.numpy(), desired.numpy(), {})
+    torch.testing.assert_close(fns.reward_fn(achieved, desired), torch.as_tensor(expected).float())
+    torch.testing.assert_close(fns.success_fn(achieved, desired), torch.tensor([1.0, 0.0, 1.0]))
+    assert not goal_functions(make_env("agentic_rl/PointMaze_UMaze-v3",
+                                       {"continuing_task": True})).terminates_on_success
+
+
+def test_update_returns_metrics_per_level_and_state_round_trips():
+    algo = make_algo()
+    batch = {"obs": torch.randn(4, 4), "action": torch.rand(4, 2) * 2 - 1,
+             "reward": torch.zeros(4), "next_obs": torch.randn(4, 4), "terminated": torch.zeros(4),
+             "desired_goal": torch.randn(4, 2), "next_achieved_goal": torch.randn(4, 2)}
+    metrics = algo.update({"worker": batch, "manager": batch})
+    assert {"losses/worker_critic_loss", "losses/manager_critic_loss"} <= set(metrics)
+    assert all(math.isfinite(v) for v in metrics.values())
+    clone = make_algo()
+    clone.load_state_dict(algo.state_dict())
+    obs = obs_of(2)
+    torch.testing.assert_close(clone.act(obs, None, True)[0], algo.act(obs, None, True)[0])
+
+
+@pytest.mark.parametrize("bad", [{"period": 0}, {"goal_scale": -1.0}, {"worker": {"lr": 1}}])
+def test_config_rejects_bad_values(bad):
+    with pytest.raises(ValueError):
+        HGPOSACConfig(**bad)
+
+
+def test_smoke_hgpo_sac_train_resume_eval(tmp_path, capsys):
+    from agentic_rl.cli import main
+    from tests.conftest import REPO
+
+    base = ["train", str(REPO / "configs" / "hgpo_pointmaze.yaml"), "--log-dir", str(tmp_path),
+            "--no-progress", "environment.name=agentic_rl/PointMaze_UMaze-v3",
+            "environment.kwargs.max_episode_steps=50", "training.learning_starts=200",
+            "training.eval_freq=400", "training.log_freq=200", "training.checkpoint_freq=400",
+            "training.num_eval_episodes=2"]
+    assert main([*base, "training.total_timesteps=800"]) == 0
+    run_dir = tmp_path / "hgpo_pointmaze_seed0"
+    assert (run_dir / "checkpoints" / "latest").read_text() == "step_000000800"
+    assert main([*base, "training.total_timesteps=1200", "--resume"]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["env_steps"] == 1200 and summary["algorithm"] == "hgpo_sac"
+    metrics = (run_dir / "metrics.csv").read_text()
+    for key in ("eval/success_rate", "losses/worker_critic_loss", "losses/manager_critic_loss",
+                "rollout/success_rate"):
+        assert key in metrics
+    capsys.readouterr()
+    assert main(["eval", str(run_dir), "--episodes", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["episodes"] == 2

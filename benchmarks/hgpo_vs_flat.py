@@ -32,10 +32,15 @@ import yaml
 
 from agentic_rl.algos.hgpo import HGPO, HGPOConfig
 from agentic_rl.algos import ON_POLICY
+from agentic_rl.algos.hgpo_sac import HGPOSAC
 from agentic_rl.algos.ppo import PPO, PPOConfig
 from agentic_rl.config import validate_config
 from agentic_rl.envs.gridworld import ENV_IDS, BatchGridWorld
+from agentic_rl.envs.make import make_env
 from agentic_rl.envs.mazes import MAZE_IDS, make_maze
+from agentic_rl.train.checkpoint import latest_checkpoint, load_learner
+from agentic_rl.train.evaluate import EVAL_SEED_OFFSET
+from agentic_rl.train.hier_run import build_hgpo_sac
 from agentic_rl.train.logger import read_metrics
 from agentic_rl.train.onpolicy import evaluate, train_onpolicy
 from agentic_rl.train.run import train
@@ -69,7 +74,7 @@ def run(
     With ``goal_plot`` (HGPO only) also draws Manager goals against phi(s) to that PNG."""
     torch.set_num_threads(1)
     if config["algorithm"]["name"] not in ON_POLICY:
-        return run_offpolicy(config, seed, budget)
+        return run_offpolicy(config, seed, budget, goal_plot)
     env_cfg, train_cfg = config["environment"], config["training"]
     envs = make_vec_env(env_cfg, env_cfg.get("num_envs", 16), seed)
     eval_env = make_vec_env(env_cfg, 4, seed + 1000)
@@ -88,18 +93,27 @@ def run(
     wall = time.perf_counter() - start
     sampled = evaluate(algo, eval_env, train_cfg["num_eval_episodes"], seed + 2000, deterministic=False)
     if goal_plot is not None and isinstance(algo, HGPO):
-        plot_goals(algo, make_vec_env(env_cfg, 1, seed + 3000), goal_plot)
+        plot_goals(phi_traces(algo, make_vec_env(env_cfg, 1, seed + 3000)), goal_plot, grid=True)
     return {"success": final["eval/success_rate"], "success_stochastic": sampled["eval/success_rate"],
             "curve": curve, "wall_seconds": wall}
 
 
-def run_offpolicy(config: dict[str, Any], seed: int, budget: int) -> dict[str, Any]:
-    """One seed of an off-policy config through the library's own ``train``."""
+def run_offpolicy(config: dict[str, Any], seed: int, budget: int,
+                  goal_plot: Path | None = None) -> dict[str, Any]:
+    """One seed of an off-policy config through the library's own ``train``; with
+    ``goal_plot`` (``hgpo_sac`` only) also draws its subgoals along evaluation episodes."""
     raw = {**config, "training": {**config["training"], "seed": seed, "total_timesteps": budget}}
     with tempfile.TemporaryDirectory() as folder:
-        summary = train(validate_config(raw), Path(folder) / "run", show_progress=False)
+        validated, run_dir = validate_config(raw), Path(folder) / "run"
+        summary = train(validated, run_dir, show_progress=False)
         curve = [(int(step), value) for step, value in
-                 read_metrics(Path(folder) / "run" / "metrics.csv").get("eval/success_rate", [])]
+                 read_metrics(run_dir / "metrics.csv").get("eval/success_rate", [])]
+        if goal_plot is not None and validated.algorithm.name == "hgpo_sac":
+            env_cfg = validated.environment
+            env = make_env(env_cfg.name, env_cfg.kwargs, env_cfg.goal_region)
+            algo = build_hgpo_sac(validated, env)
+            load_learner(algo, latest_checkpoint(run_dir))
+            plot_goals(subgoal_traces(algo, env), goal_plot, grid=False)
     return {"success": summary["success_rate"], "success_stochastic": None, "curve": curve,
             "wall_seconds": summary["wall_seconds"],
             "env_steps_per_second": summary["env_steps"] / summary["wall_seconds"]}
@@ -109,17 +123,12 @@ def run_job(job: tuple[dict[str, Any], int, int, Path | None]) -> dict[str, Any]
     return run(*job)
 
 
-def plot_goals(algo: HGPO, env: gym.vector.VectorEnv, path: Path, episodes: int = 3) -> None:
-    """D1: phi(s) along sampled episodes (lines) and the Manager's goals (crosses), projected to
-    2-D with the principal axes of phi (identity for a 2-D goal space)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def phi_traces(algo: HGPO, env: gym.vector.VectorEnv, episodes: int = 3):
+    """``[(phi(s) [T, 2], Manager goals [K, 2])]`` of sampled episodes, projected to 2-D with
+    the principal axes of phi (identity for a 2-D goal space)."""
     from agentic_rl.train.onpolicy import to_tensors
 
-    fig, ax = plt.subplots(figsize=(6, 5))
+    traces = []
     for episode in range(episodes):
         obs, info = env.reset(seed=episode)
         first, state, phis, goals, done = np.ones(1, bool), None, [], [], False
@@ -136,12 +145,72 @@ def plot_goals(algo: HGPO, env: gym.vector.VectorEnv, path: Path, episodes: int 
             mean = phi.mean(0)
             axes = torch.linalg.svd(phi - mean, full_matrices=False).Vh[:2].T
             phi, goal = (phi - mean) @ axes, (goal - mean) @ axes
-        line = ax.plot(phi[:, 1], phi[:, 0], alpha=0.7, label=f"episode {episode} phi(s)")[0]
-        ax.scatter(goal[:, 1], goal[:, 0], marker="x", color=line.get_color(), label="goals")
-    ax.invert_yaxis()
-    ax.set_xlabel("goal dim 1 (grid: column)")
-    ax.set_ylabel("goal dim 0 (grid: row)")
+        traces.append((phi, goal))
+    return traces
+
+
+def subgoal_traces(algo: HGPOSAC, env: gym.Env, episodes: int = 3):
+    """``[(achieved goals [T, 2], subgoals [K, 2])]`` of deterministic episodes (SAC levels)."""
+    traces = []
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=EVAL_SEED_OFFSET + episode)
+        state, positions, goals, done = None, [], [], False
+        while not done:
+            tensors = {k: torch.as_tensor(v)[None] for k, v in obs.items()}
+            action, state, extras = algo.act(tensors, state, deterministic=True)
+            positions.append(tensors["achieved_goal"][0])
+            if extras["new_goal"][0]:
+                goals.append(extras["goal"][0])
+            obs, _, term, trunc, _ = env.step(action[0].numpy())
+            done = term or trunc
+        traces.append((torch.stack(positions), torch.stack(goals)))
+    return traces
+
+
+def plot_goals(traces, path: Path, grid: bool) -> None:
+    """D1: the goal-space trajectory of each episode (lines) and the Manager's goals
+    (crosses); grid goals are drawn as (column, row) with rows downwards."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 5))
+    x, y = (1, 0) if grid else (0, 1)
+    for episode, (path_, goal) in enumerate(traces):
+        label = f"episode {episode} " + ("phi(s)" if grid else "position")
+        line = ax.plot(path_[:, x], path_[:, y], alpha=0.7, label=label)[0]
+        ax.scatter(goal[:, x], goal[:, y], marker="x", color=line.get_color(), label="goals")
+    if grid:
+        ax.invert_yaxis()
+    ax.set_xlabel("goal dim 1 (grid: column)" if grid else "x")
+    ax.set_ylabel("goal dim 0 (grid: row)" if grid else "y")
     ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_curves(result: dict[str, Any], names: dict[str, str], path: Path) -> None:
+    """D1: mean +- std over seeds of the deterministic eval success against env steps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key, config_name in names.items():
+        curves = result[key]["curves"]
+        length = min(len(c) for c in curves)
+        steps = np.array([step for step, _ in curves[0][:length]])
+        values = np.array([[v for _, v in c[:length]] for c in curves])
+        mean, std = values.mean(0), values.std(0)
+        ax.plot(steps, mean, label=f"{key} ({config_name}), {len(curves)} seeds")
+        ax.fill_between(steps, mean - std, mean + std, alpha=0.2)
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("eval success (deterministic)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -213,8 +282,16 @@ def main() -> None:
     parser.add_argument("--json", type=Path, required=True)
     parser.add_argument("--goal-reaching", action="store_true", help="run the section 6.1 check")
     parser.add_argument("--goal-plot", type=Path, default=None, help="PNG of seed 0's goals (D1)")
+    parser.add_argument("--curves-plot", type=Path, default=None,
+                        help="PNG of eval success against env steps, mean +- std (D1)")
+    parser.add_argument("--replot", action="store_true",
+                        help="only draw --curves-plot from an existing --json result")
     args = parser.parse_args()
     start = time.perf_counter()
+    if args.replot:
+        result = json.loads(args.json.read_text())
+        plot_curves(result, result["configs"], args.curves_plot)
+        return
     if args.goal_reaching:
         result = goal_reaching_check(seed=0, budget=args.budget or 100_000)
         print(f"goal reaching over {result['trials']} trials: deterministic Worker "
@@ -242,6 +319,8 @@ def main() -> None:
                        if "stochastic_success_mean" in r else f"{'-':>14s}")
             print(f"{key:8s} {r['success_mean']:7.2f} +- {r['success_std']:.2f} {sampled} "
                   f"{r['wall_seconds']:8.1f}")
+        if args.curves_plot is not None:
+            plot_curves(result, names, args.curves_plot)
     result["wall_seconds"] = time.perf_counter() - start
     args.json.write_text(json.dumps(result, indent=2))
 

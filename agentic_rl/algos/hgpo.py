@@ -7,7 +7,8 @@ The goal space is the env's ``achieved_goal`` or a learned encoder phi (temporal
 with an EMA target encoder used for rewards). Worker reward: ``-||phi(s') - g||`` or the change
 of a learned success predictor; Manager reward: external reward summed over its period.
 Stabilisers: EMA target encoder, goal-change regularisation, HIRO goal relabelling, separate
-learning rates and update frequencies per level.
+learning rates and update frequencies per level, an annealed cap on the Manager's goal noise
+(``manager_log_std_cap``; deterministic evaluation uses the Manager's mean goal).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentic_rl.algos import hgpo_losses
 from agentic_rl.algos.ppo import ActionScaler, PPOUpdateConfig, flat_obs, ppo_epochs, space_dim
@@ -29,6 +30,25 @@ class LevelConfig(PPOUpdateConfig):
     """PPO settings of one level (Manager or Worker)."""
 
     update_every: int = Field(1, ge=1, description="update this level every k rollouts")
+
+
+class LogStdCap(BaseModel):
+    """Upper bound on the Manager's (pre-tanh) log std, linear in env steps from ``start`` (at
+    ``start_step``) to ``end`` (from ``end_step`` on). Annealing it makes the Manager's mean goal,
+    which deterministic evaluation uses, the goal its rollouts were rewarded for."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    start_step: int = Field(0, ge=0)
+    end_step: int = Field(ge=1)
+    start: float = 1.0
+    end: float = -2.0
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LogStdCap:
+        if self.end_step <= self.start_step:
+            raise ValueError(f"end_step {self.end_step} must exceed start_step {self.start_step}")
+        return self
 
 
 class HGPOConfig(BaseModel):
@@ -56,6 +76,7 @@ class HGPOConfig(BaseModel):
     intrinsic_scale: float = Field(1.0, gt=0)
     goal_tolerance: float = Field(0.1, gt=0, description="phi distance that counts as reached")
     manager_init_log_std: float = Field(0.0, description="initial log std of the goal noise")
+    manager_log_std_cap: LogStdCap | None = Field(None, description="None: the std is unbounded")
     manager_recurrent: bool = False
     gru_hidden: int = Field(64, ge=1)
     goal_change_coef: float = Field(0.0, ge=0)
@@ -120,6 +141,7 @@ class HGPO:
             self.predictor = SuccessPredictor(self.goal_dim, cfg.encoder_hidden_sizes)
             self.predictor_opt = torch.optim.Adam(self.predictor.parameters(), lr=cfg.encoder_lr)
         self.updates = 0
+        self.env_steps = 0
 
     def phi(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """Goal-space embedding ``[..., G]`` (target encoder when the space is learned)."""
@@ -233,7 +255,21 @@ class HGPO:
         if self.config.intrinsic_reward == "success_predictor":
             metrics |= self._update_predictor(rollout, seg)
         self.updates += 1
-        return metrics
+        self.env_steps += rollout.rewards.numel()
+        return metrics | self._cap_manager_log_std()
+
+    def _cap_manager_log_std(self) -> dict[str, float]:
+        """Project the Manager's log std onto its cap for ``env_steps`` (used by the next rollout,
+        so a rollout's stored goal log-probs and its update see the same std)."""
+        cap = self.config.manager_log_std_cap
+        if cap is None:
+            return {}
+        bound = hgpo_losses.linear_schedule(
+            self.env_steps, cap.start_step, cap.end_step, cap.start, cap.end
+        )
+        with torch.no_grad():
+            self.manager.policy.log_std.clamp_(max=bound)
+        return {"train/manager_log_std_cap": bound}
 
     def _update_worker(self, rollout: Rollout, seg: ManagerSegments) -> dict[str, float]:
         cfg, ex = self.config, rollout.extras
@@ -351,6 +387,7 @@ class HGPO:
             "manager_opt": self.manager_opt.state_dict(),
             "worker_opt": self.worker_opt.state_dict(),
             "generator": self.generator.get_state(), "updates": self.updates,
+            "env_steps": self.env_steps,
         }
         for name in ("encoder", "target_encoder", "encoder_opt", "predictor", "predictor_opt"):
             if hasattr(self, name):
@@ -361,7 +398,7 @@ class HGPO:
         for name, value in state.items():
             if name == "generator":
                 self.generator.set_state(value)
-            elif name == "updates":
-                self.updates = int(value)
+            elif name in ("updates", "env_steps"):
+                setattr(self, name, int(value))
             else:
                 getattr(self, name).load_state_dict(value)

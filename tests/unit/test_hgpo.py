@@ -13,6 +13,7 @@ from agentic_rl.algos.hgpo import HGPO, HGPOConfig
 from agentic_rl.algos.hgpo_losses import (
     distance_intrinsic_reward,
     goal_change_penalty,
+    linear_schedule,
     select_relabel_goals,
     success_progress_reward,
     temporal_contrastive_loss,
@@ -188,6 +189,36 @@ def test_every_variant_updates_and_round_trips(overrides):
     clone.load_state_dict(algo.state_dict())
     obs = {k: torch.as_tensor(v) for k, v in envs.reset(seed=1)[0].items()}
     torch.testing.assert_close(clone.act(obs, None, True)[2]["goal"], algo.act(obs, None, True)[2]["goal"])
+
+
+def test_linear_schedule_by_hand():
+    values = [linear_schedule(step, 100, 200, 1.0, -2.0) for step in (0, 100, 150, 175, 200, 300)]
+    assert values == pytest.approx([1.0, 1.0, -0.5, -1.25, -2.0, -2.0])
+
+
+def test_manager_log_std_cap_follows_schedule_and_round_trips():
+    from agentic_rl.train.onpolicy import train_onpolicy
+
+    envs = BatchGridWorld(num_envs=4, seed=0, layout="open", size=4, max_episode_steps=10)
+    cap = {"start_step": 0, "end_step": 128, "start": 0.5, "end": -1.0}
+    cfg = HGPOConfig(period=3, rollout_steps=16, manager_log_std_cap=cap)
+    algo = HGPO(cfg, envs.single_observation_space, envs.single_action_space, seed=0)
+    logs = []
+    # 64 env steps per update: caps 0.5 - 1.5 * 64 / 128 = -0.25, then -1.0.
+    train_onpolicy(algo, envs, None, 128, lambda s, m: logs.append(m), rollout_steps=16)
+    caps = [m["train/manager_log_std_cap"] for m in logs]
+    assert caps == pytest.approx([-0.25, -1.0])
+    # One update cannot move the log std from <= -0.25 to below -1, so it ends on the cap.
+    torch.testing.assert_close(algo.manager.policy.log_std.detach(), torch.full((2,), -1.0))
+    assert algo.env_steps == 128
+    clone = HGPO(cfg, envs.single_observation_space, envs.single_action_space, seed=1)
+    clone.load_state_dict(algo.state_dict())
+    assert clone.env_steps == 128
+
+
+def test_log_std_cap_needs_end_after_start():
+    with pytest.raises(ValidationError, match="must exceed"):
+        HGPOConfig(manager_log_std_cap={"start_step": 10, "end_step": 10})
 
 
 def test_smoke_hgpo_continuous_worker_on_pointmaze():

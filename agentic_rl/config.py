@@ -18,7 +18,7 @@ from agentic_rl.algos.hgpo import HGPOConfig
 from agentic_rl.algos.hgpo_sac import HGPOSACConfig
 from agentic_rl.algos.opd import OPDConfig
 from agentic_rl.algos.ppo import PPOConfig
-from agentic_rl.algos.sac import SACConfig
+from agentic_rl.algos.sac import SACConfig, SACNetworkConfig
 from agentic_rl.algos.text_opd import TextOPDConfig
 
 
@@ -37,16 +37,9 @@ class SkillConfig(Section):
     task_ids: list[str] = Field(default_factory=list)
 
 
-class AgentConfig(Section):
+class AgentConfig(SACNetworkConfig):
     """Networks, optimisers and prototypes (the learner's body)."""
 
-    hidden_sizes: list[int] = Field(default_factory=lambda: [256, 256])
-    activation: Literal["relu", "tanh"] = "relu"
-    actor_lr: float = Field(1e-3, gt=0)
-    critic_lr: float = Field(1e-3, gt=0)
-    alpha_lr: float = Field(1e-3, gt=0)
-    init_alpha: float = Field(0.1, gt=0)
-    target_entropy: float | Literal["auto"] = "auto"
     prototype_data_path: str | list[str] | None = Field(
         None, description="demo .npz file (text agents: also a list of files)")
     prototype_episodes: int = Field(20, ge=1)

@@ -97,7 +97,7 @@ class HGPOState:
     hidden: torch.Tensor | None  # [N, H] Manager GRU state (recurrent only)
 
 
-def _prefixed(metrics: dict[str, float], level: str) -> dict[str, float]:
+def level_metrics(metrics: dict[str, float], level: str) -> dict[str, float]:
     """``losses/policy_loss`` -> ``losses/worker_policy_loss``."""
     return {k.replace("/", f"/{level}_", 1): v for k, v in metrics.items()}
 
@@ -247,9 +247,9 @@ class HGPO:
         )
         metrics: dict[str, float] = {}
         if self.updates % self.config.worker.update_every == 0:
-            metrics |= _prefixed(self._update_worker(rollout, seg), "worker")
+            metrics |= level_metrics(self._update_worker(rollout, seg), "worker")
         if self.updates % self.config.manager.update_every == 0:
-            metrics |= _prefixed(self._update_manager(rollout, seg), "manager")
+            metrics |= level_metrics(self._update_manager(rollout, seg), "manager")
         if self.config.goal_space == "learned":
             metrics |= self._update_encoder(rollout)
         if self.config.intrinsic_reward == "success_predictor":

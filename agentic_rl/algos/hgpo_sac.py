@@ -21,23 +21,15 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentic_rl.algos.hgpo import _prefixed as prefixed
-from agentic_rl.algos.sac import SAC, HERConfig, SACConfig
+from agentic_rl.algos.hgpo import level_metrics
+from agentic_rl.algos.sac import SAC, HERConfig, SACConfig, SACNetworkConfig
 
 
-class SACLevelConfig(BaseModel):
+class SACLevelConfig(SACNetworkConfig):
     """Networks, optimisers and SAC update of one level (Manager or Worker)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     obs_keys: list[str] = Field(default_factory=lambda: ["observation"],
                                 description="observation keys this level reads (concatenated)")
-    hidden_sizes: list[int] = Field(default_factory=lambda: [256, 256])
-    activation: Literal["relu", "tanh"] = "relu"
-    actor_lr: float = Field(1e-3, gt=0)
-    critic_lr: float = Field(1e-3, gt=0)
-    alpha_lr: float = Field(1e-3, gt=0)
-    init_alpha: float = Field(0.1, gt=0)
-    target_entropy: float | Literal["auto"] = "auto"
     batch_size: int = Field(256, ge=1)
     gamma: float = Field(0.95, gt=0, le=1)
     tau: float = Field(0.05, gt=0, le=1)
@@ -180,13 +172,13 @@ class HGPOSAC:
         replay batch as ``SAC.update`` takes it); metrics prefixed by level."""
         metrics: dict[str, float] = {}
         if "worker" in batch:
-            metrics |= prefixed(self.worker.update(batch["worker"]), "worker")
+            metrics |= level_metrics(self.worker.update(batch["worker"]), "worker")
         if "manager" in batch:
             manager_batch = dict(batch["manager"])
             achieved = self.manager.env_to_unit(manager_batch["next_achieved_goal"])
             manager_batch["action"] = hindsight_subgoals(
                 manager_batch["action"], achieved, self.config.hindsight_actions, self.generator)
-            metrics |= prefixed(self.manager.update(manager_batch), "manager")
+            metrics |= level_metrics(self.manager.update(manager_batch), "manager")
         return metrics
 
     # ----------------------------------------------------------------------------- state

@@ -31,6 +31,20 @@ class HERConfig(BaseModel):
     relabel_ratio: float = Field(0.8, ge=0, le=1)
 
 
+class SACNetworkConfig(BaseModel):
+    """Networks, optimisers and temperature of a SAC learner (the config's ``agent`` section
+    extends it; each HGPO level has its own)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    hidden_sizes: list[int] = Field(default_factory=lambda: [256, 256])
+    activation: Literal["relu", "tanh"] = "relu"
+    actor_lr: float = Field(1e-3, gt=0)
+    critic_lr: float = Field(1e-3, gt=0)
+    alpha_lr: float = Field(1e-3, gt=0)
+    init_alpha: float = Field(0.1, gt=0)
+    target_entropy: float | Literal["auto"] = "auto"
+
+
 class SACConfig(BaseModel):
     """Hyper-parameters of SAC's update."""
 

@@ -152,6 +152,7 @@ def train_hgpo_sac_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
     state, first = None, torch.ones(num_envs, dtype=torch.bool)
     owed, sums, counts = {"worker": 0.0, "manager": 0.0}, defaultdict(float), defaultdict(int)
     recent: list[dict[str, float]] = []
+    history: list[dict[str, Any]] = []  # evaluations of this session
     started, clock, last_success = time.perf_counter(), (time.perf_counter(), step), float("nan")
 
     def checkpoint(at: int) -> None:
@@ -191,6 +192,7 @@ def train_hgpo_sac_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
                 if crossed(previous, step, training.eval_freq):
                     result = evaluate(algo, eval_env, training.num_eval_episodes, training.seed)
                     last_success = result.success_rate
+                    history.append({"step": step, **result.to_dict()})
                     logger.log(step, result.metrics())
                 if crossed(previous, step, training.log_freq):
                     now = time.perf_counter()
@@ -209,7 +211,8 @@ def train_hgpo_sac_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
     summary = {"success_rate": result.success_rate, "mean_return": result.mean_return,
                "mean_length": result.mean_length, "env_steps": step,
                "wall_seconds": round(time.perf_counter() - started, 2),
-               "seed": training.seed, "env": env_cfg.name, "algorithm": cfg.name}
+               "seed": training.seed, "env": env_cfg.name, "algorithm": cfg.name,
+               "eval_history": history}
     temporary = run_dir / "summary.json.tmp"
     temporary.write_text(json.dumps(summary, indent=2))
     os.replace(temporary, run_dir / "summary.json")

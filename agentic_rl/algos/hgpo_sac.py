@@ -3,7 +3,7 @@
 The Manager is a goal-conditioned SAC whose action is a subgoal in the env's achieved-goal
 space (a box ``[-goal_scale, goal_scale]^G``); it picks one at episode start and every
 ``period`` steps. The Worker is a goal-conditioned SAC that chases the current subgoal. Both
-learn from their own replay with hindsight relabelling (``train.hier_loop`` collects the
+learn from their own replay with hindsight relabelling (``train.hier_run`` collects the
 data): the Worker's transitions store the subgoal as their desired goal, so HER teaches it to
 reach any achieved goal; a Manager transition spans one period (start observation, subgoal,
 env reward summed over the period, observation at the period's end). Off-policy correction

@@ -52,3 +52,18 @@ def test_bad_override_and_missing_file(tmp_path):
     (tmp_path / "bad.yaml").write_text("algorithm: [unclosed")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(tmp_path / "bad.yaml")
+
+
+def test_every_shipped_config_validates_and_names_a_known_env():
+    from agentic_rl.envs.make import register_all
+    from tests.conftest import REPO
+
+    import gymnasium as gym
+
+    register_all()
+    paths = sorted((REPO / "configs").glob("*.yaml"))
+    assert len(paths) >= 15
+    for path in paths:
+        config = load_config(path)
+        name = config.environment.name
+        assert name in gym.registry or name.startswith("agentic_rl/ALFWorld"), (path, name)

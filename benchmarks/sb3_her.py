@@ -16,6 +16,7 @@ def train_sb3_her(env_id: str, total_steps: int, seed: int, eval_freq: int, eval
     as in rl-zoo); returns ``{"eval_history": [...], "steps_to_target": .., "wall_seconds": ..}``."""
     import gymnasium as gym
     from stable_baselines3 import SAC, HerReplayBuffer
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
@@ -56,6 +57,7 @@ def train_sb3_her(env_id: str, total_steps: int, seed: int, eval_freq: int, eval
                 learning_rate=learning_rate, buffer_size=1_000_000, batch_size=batch_size,
                 gamma=gamma, tau=tau, learning_starts=learning_starts,
                 policy_kwargs={"net_arch": list(hidden_sizes)}, seed=seed, verbose=0)
+    model.set_logger(Logger(None, []))  # no SB3-* log folder left in /tmp
     started = time.perf_counter()
     model.learn(total_timesteps=total_steps, callback=EvalEvery())
     wall = time.perf_counter() - started

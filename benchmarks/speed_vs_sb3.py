@@ -59,6 +59,7 @@ def ours_steps_per_s(net: list[int], steps: int, variant: str, threads: int,
 def sb3_steps_per_s(net: list[int], steps: int, variant: str, threads: int) -> float:
     import gymnasium as gym
     from stable_baselines3 import SAC, HerReplayBuffer
+    from stable_baselines3.common.logger import Logger
 
     torch.set_num_threads(threads)
     register_all()
@@ -68,6 +69,7 @@ def sb3_steps_per_s(net: list[int], steps: int, variant: str, threads: int) -> f
     model = SAC("MultiInputPolicy", gym.make(ENV_ID), learning_rate=1e-3, buffer_size=steps + 1,
                 batch_size=256, gamma=0.95, tau=0.05, learning_starts=WARMUP, train_freq=1,
                 gradient_steps=1, policy_kwargs={"net_arch": net}, seed=0, verbose=0, **her)
+    model.set_logger(Logger(None, []))  # no SB3-* log folder left in /tmp
     started = time.perf_counter()
     model.learn(total_timesteps=steps)
     return steps / (time.perf_counter() - started)

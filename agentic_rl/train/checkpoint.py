@@ -103,6 +103,21 @@ def load_learner(algo, folder: str | Path) -> dict[str, Any]:
     return meta
 
 
+def save_learner(run_dir: str | Path, step: int, algo, config: dict[str, Any]) -> Path:
+    """Checkpoint a learner alone (no buffers) under ``algo.``, with the step and the config;
+    ``load_learner`` reads it back. The on-policy and hierarchical runs resume from these."""
+    tensors, skeleton = flatten_state(algo.state_dict(), "algo")
+    return save_checkpoint(Path(run_dir) / "checkpoints", step, tensors,
+                           {"step": step, "algo": skeleton, "config": config}, {})
+
+
+def write_summary(run_dir: str | Path, summary: dict[str, Any]) -> None:
+    """Write ``summary.json`` atomically (a crash leaves the previous one or none)."""
+    temporary = Path(run_dir) / "summary.json.tmp"
+    temporary.write_text(json.dumps(summary, indent=2))
+    os.replace(temporary, Path(run_dir) / "summary.json")
+
+
 def prefixed(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
     """Select the arrays under ``prefix/`` and strip it."""
     start = len(prefix) + 1

@@ -13,8 +13,6 @@ run refills them (as the on-policy runs restart their rollouts).
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -29,13 +27,13 @@ from agentic_rl.config import ExperimentConfig
 from agentic_rl.data.replay import ReplayBuffer
 from agentic_rl.envs.goal import GoalFunctions, goal_functions
 from agentic_rl.envs.make import make_env, make_vec_env
-from agentic_rl.train.checkpoint import (flatten_state, latest_checkpoint, load_learner,
-                                         save_checkpoint)
+from agentic_rl.train.checkpoint import (latest_checkpoint, load_learner, save_learner,
+                                         write_summary)
 from agentic_rl.train.evaluate import evaluate
 from agentic_rl.train.logger import Logger, truncate_metrics
-from agentic_rl.train.loop import RECENT_EPISODES, crossed, episode_metrics
+from agentic_rl.train.loop import RECENT_EPISODES, crossed, episode_metrics, her_kwargs
 from agentic_rl.train.progress import Progress
-from agentic_rl.train.setup import resolve_device
+from agentic_rl.train.setup import replay_shapes, resolve_device
 
 
 def build_hgpo_sac(config: ExperimentConfig, env) -> HGPOSAC:
@@ -51,11 +49,9 @@ def build_hgpo_sac(config: ExperimentConfig, env) -> HGPOSAC:
 
 def replay_for(level: Any, num_envs: int, capacity: int) -> ReplayBuffer:
     """A replay shaped for one ``SAC`` level (its input, goal and action sizes)."""
-    obs, act = (level.obs_normalizer.mean.shape[0],), (level.action_low.shape[0],)
-    goal = (level.goal_normalizer.mean.shape[0],)
-    return ReplayBuffer(capacity, num_envs, {"obs": obs, "next_obs": obs, "achieved_goal": goal,
-                                             "desired_goal": goal, "next_achieved_goal": goal,
-                                             "action": act})
+    return ReplayBuffer(capacity, num_envs, replay_shapes({
+        "obs_dim": level.obs_normalizer.mean.shape[0], "act_dim": level.action_low.shape[0],
+        "goal_dim": level.goal_normalizer.mean.shape[0]}))
 
 
 class PeriodRecorder:
@@ -120,9 +116,7 @@ def worker_transition(algo: HGPOSAC, transition: dict[str, torch.Tensor],
 
 def sample(replay: ReplayBuffer, level_cfg, goal_fns: GoalFunctions,
            generator: torch.Generator) -> dict[str, torch.Tensor]:
-    return replay.sample(level_cfg.batch_size, generator, level_cfg.her.strategy,
-                         level_cfg.her.relabel_ratio, goal_fns.reward_fn,
-                         goal_fns.success_fn if goal_fns.terminates_on_success else None)
+    return replay.sample(level_cfg.batch_size, generator, **her_kwargs(level_cfg.her, goal_fns))
 
 
 def train_hgpo_sac_run(config: ExperimentConfig, run_dir: Path, resume: bool = False,
@@ -154,12 +148,6 @@ def train_hgpo_sac_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
     recent: list[dict[str, float]] = []
     history: list[dict[str, Any]] = []  # evaluations of this session
     started, clock, last_success = time.perf_counter(), (time.perf_counter(), step), float("nan")
-
-    def checkpoint(at: int) -> None:
-        tensors, skeleton = flatten_state(algo.state_dict(), "algo")
-        save_checkpoint(run_dir / "checkpoints", at, tensors,
-                        {"step": at, "algo": skeleton, "config": config.model_dump(mode="json")},
-                        {})
 
     with Progress(training.total_timesteps, step, show_progress) as progress:
         try:
@@ -201,11 +189,11 @@ def train_hgpo_sac_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
                                       "time/fps": (step - clock[1]) / max(now - clock[0], 1e-9)})
                     sums, counts, clock = defaultdict(float), defaultdict(int), (now, step)
                 if crossed(previous, step, training.checkpoint_freq):
-                    checkpoint(step)
+                    save_learner(run_dir, step, algo, config.model_dump(mode="json"))
                 progress.update(step, last_success)
             result = evaluate(algo, eval_env, training.num_eval_episodes, training.seed)
             logger.log(step, {f"final/{k}": v for k, v in result.metrics("eval").items()})
-            checkpoint(step)
+            save_learner(run_dir, step, algo, config.model_dump(mode="json"))
         finally:
             logger.close()
     summary = {"success_rate": result.success_rate, "mean_return": result.mean_return,
@@ -213,8 +201,6 @@ def train_hgpo_sac_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
                "wall_seconds": round(time.perf_counter() - started, 2),
                "seed": training.seed, "env": env_cfg.name, "algorithm": cfg.name,
                "eval_history": history}
-    temporary = run_dir / "summary.json.tmp"
-    temporary.write_text(json.dumps(summary, indent=2))
-    os.replace(temporary, run_dir / "summary.json")
+    write_summary(run_dir, summary)
     return summary
 

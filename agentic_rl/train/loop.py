@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from agentic_rl.collect.collector import Collector, FinishedEpisode
+from agentic_rl.envs.goal import GoalFunctions
 from agentic_rl.envs.make import env_factory
 from agentic_rl.train import state
 from agentic_rl.train.evaluate import evaluate
@@ -23,10 +24,8 @@ RECENT_EPISODES = 20
 def sample_batch(run: Run, batch_size: int) -> dict:
     """A replay batch (demo transitions mixed in by their share of all stored transitions) with
     HER relabelling, plus the current skill's prototype batch for OPD."""
-    algo_cfg, goal_fns = run.config.algorithm, run.goal_fns
-    her = dict(her_strategy=algo_cfg.her.strategy, relabel_ratio=algo_cfg.her.relabel_ratio,
-               reward_fn=goal_fns.reward_fn,
-               success_fn=goal_fns.success_fn if goal_fns.terminates_on_success else None)
+    algo_cfg = run.config.algorithm
+    her = her_kwargs(algo_cfg.her, run.goal_fns)
     online = run.replay.num_sampleable()
     demos = run.demo_replay.num_sampleable() if run.demo_replay is not None else 0
     demo_count = round(batch_size * demos / max(online + demos, 1))
@@ -45,6 +44,14 @@ def sample_batch(run: Run, batch_size: int) -> dict:
             batch["prototype"] = buffer.sample(algo_cfg.prototype_batch_size,
                                                run.sample_generator, goals)
     return batch
+
+
+def her_kwargs(her, goal_fns: GoalFunctions) -> dict:
+    """``ReplayBuffer.sample`` arguments for a ``HERConfig`` on an env's goal functions
+    (``terminated`` is relabelled only where reaching the goal ends the episode)."""
+    return dict(her_strategy=her.strategy, relabel_ratio=her.relabel_ratio,
+                reward_fn=goal_fns.reward_fn,
+                success_fn=goal_fns.success_fn if goal_fns.terminates_on_success else None)
 
 
 def on_episode_end(run: Run, episode: FinishedEpisode) -> None:

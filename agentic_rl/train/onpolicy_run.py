@@ -8,8 +8,6 @@ to an uninterrupted one, unlike the off-policy loop.
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from pathlib import Path
 
@@ -18,8 +16,8 @@ import torch
 from agentic_rl.algos import ON_POLICY
 from agentic_rl.config import ExperimentConfig
 from agentic_rl.envs.make import make_onpolicy_vec_env
-from agentic_rl.train.checkpoint import (flatten_state, latest_checkpoint, load_learner,
-                                         save_checkpoint)
+from agentic_rl.train.checkpoint import (latest_checkpoint, load_learner, save_learner,
+                                         write_summary)
 from agentic_rl.train.logger import Logger, truncate_metrics
 from agentic_rl.train.onpolicy import train_onpolicy
 from agentic_rl.train.progress import Progress
@@ -57,10 +55,7 @@ def train_onpolicy_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
     last_checkpoint = [done_steps]
 
     def checkpoint(step: int) -> None:
-        tensors, skeleton = flatten_state(algo.state_dict(), "algo")
-        save_checkpoint(run_dir / "checkpoints", step, tensors,
-                        {"step": step, "algo": skeleton,
-                         "config": config.model_dump(mode="json")}, {})
+        save_learner(run_dir, step, algo, config.model_dump(mode="json"))
         last_checkpoint[0] = step
 
     with Progress(training.total_timesteps, done_steps, show_progress) as progress:
@@ -99,7 +94,5 @@ def train_onpolicy_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
         summary["safety"] = {"train": envs.monitor.summary(), "eval": eval_env.monitor.summary(),
                              "train_shield_interventions": envs.interventions,
                              "eval_shield_interventions": eval_env.interventions}
-    temporary = run_dir / "summary.json.tmp"
-    temporary.write_text(json.dumps(summary, indent=2))
-    os.replace(temporary, run_dir / "summary.json")
+    write_summary(run_dir, summary)
     return summary

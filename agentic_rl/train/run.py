@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import yaml
@@ -12,7 +10,7 @@ from agentic_rl.algos import HIERARCHICAL_OFF_POLICY, ON_POLICY, TEXT
 from agentic_rl.config import ConfigError, ExperimentConfig, dump_config, validate_config
 from agentic_rl.train import state
 from agentic_rl.train.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
-from agentic_rl.train.checkpoint import prefixed
+from agentic_rl.train.checkpoint import prefixed, write_summary
 from agentic_rl.train.evaluate import evaluate
 from agentic_rl.train.logger import Logger, truncate_metrics
 from agentic_rl.train.loop import train_loop
@@ -116,7 +114,5 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
                "eval_history": run.eval_history}
     if run.safety is not None:
         summary["safety"] = run.safety.summary()
-    temporary = run_dir / "summary.json.tmp"
-    temporary.write_text(json.dumps(summary, indent=2))
-    os.replace(temporary, run_dir / "summary.json")
+    write_summary(run_dir, summary)
     return summary

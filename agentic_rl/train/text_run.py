@@ -33,7 +33,8 @@ from agentic_rl.config import ConfigError, ExperimentConfig
 from agentic_rl.data.text_episodes import TextEpisode, episodes_from_demos, expert_relabelled
 from agentic_rl.nets.text import TextTable
 from agentic_rl.train.checkpoint import (MODEL_FILE, STATE_FILE, CheckpointError, flatten_state,
-                                         latest_checkpoint, load_learner, save_checkpoint)
+                                         latest_checkpoint, load_learner, save_checkpoint,
+                                         write_summary)
 from agentic_rl.train.logger import Logger
 from agentic_rl.train.progress import Progress
 
@@ -256,9 +257,7 @@ def train_text_run(config: ExperimentConfig, run_dir: Path, resume: bool = False
                "wall_seconds": round(time.time() - start_time, 1), "seed": training.seed,
                "algorithm": algo.name, "rl": algo.rl, "advantage": algo.advantage,
                "eval_history": history, "best_model": str(run_dir / BEST_DIR)}
-    temporary = run_dir / "summary.json.tmp"
-    temporary.write_text(json.dumps(summary, indent=2))
-    os.replace(temporary, run_dir / "summary.json")
+    write_summary(run_dir, summary)
     return summary
 
 

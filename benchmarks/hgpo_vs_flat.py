@@ -41,7 +41,6 @@ from agentic_rl.envs.mazes import MAZE_IDS, make_maze
 from agentic_rl.train.checkpoint import latest_checkpoint, load_learner
 from agentic_rl.train.evaluate import EVAL_SEED_OFFSET
 from agentic_rl.train.hier_run import build_hgpo_sac
-from agentic_rl.train.logger import read_metrics
 from agentic_rl.train.onpolicy import evaluate, train_onpolicy
 from agentic_rl.train.run import train
 
@@ -106,8 +105,7 @@ def run_offpolicy(config: dict[str, Any], seed: int, budget: int,
     with tempfile.TemporaryDirectory() as folder:
         validated, run_dir = validate_config(raw), Path(folder) / "run"
         summary = train(validated, run_dir, show_progress=False)
-        curve = [(int(step), value) for step, value in
-                 read_metrics(run_dir / "metrics.csv").get("eval/success_rate", [])]
+        curve = [(e["step"], e["success_rate"]) for e in summary["eval_history"]]
         if goal_plot is not None and validated.algorithm.name == "hgpo_sac":
             env_cfg = validated.environment
             env = make_env(env_cfg.name, env_cfg.kwargs, env_cfg.goal_region)

@@ -1,4 +1,5 @@
-"""The hand-written SAC/OPD gradients (sac_grads) against autograd on the same losses."""
+"""The hand-written SAC/OPD gradients against autograd on the same losses: in Python (sac_grads)
+and in one C++ call (sac_fused)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ SPACES = {"obs_dim": 6, "goal_dim": 3, "act_dim": 4,
           "action_low": -np.ones(4, dtype=np.float32), "action_high": np.ones(4, dtype=np.float32)}
 
 
-def _learner(kind: str, seed: int = 0, **config):
+def _learner(kind: str, seed: int = 0, fused: bool = False, hidden=(32, 24), **config):
     torch.manual_seed(seed)
-    agent = AgentConfig(hidden_sizes=[32, 24], init_alpha=0.3)
+    agent = AgentConfig(hidden_sizes=list(hidden), init_alpha=0.3, fused_update=fused)
     if kind == "opd":
         return OPD(OPDConfig(batch_size=16, **config), agent, SPACES)
     return SAC(SACConfig(batch_size=16, num_q=config.pop("num_q", 2), **config), agent, SPACES)
@@ -42,8 +43,8 @@ def _params(learner) -> list[torch.Tensor]:
     return [*learner.actor.parameters(), *learner.critic.parameters(), learner.log_alpha]
 
 
-def _compare(kind: str, batch: dict, **config) -> None:
-    manual, reference = _learner(kind, **config), _learner(kind, **config)
+def _compare(kind: str, batch: dict, fused: bool, **config) -> None:
+    manual, reference = _learner(kind, fused=fused, **config), _learner(kind, **config)
     reference.manual_gradients = False
     statistics = {"observation": torch.randn(50, 6) * 2 + 1, "desired_goal": torch.randn(50, 3),
                   "achieved_goal": torch.randn(50, 3)}
@@ -58,19 +59,29 @@ def _compare(kind: str, batch: dict, **config) -> None:
             assert torch.allclose(a.grad, b.grad, rtol=1e-4, atol=1e-6), step
             assert torch.allclose(a, b, rtol=1e-4, atol=1e-5), step
     assert manual.generator.get_state().equal(reference.generator.get_state())
+    assert manual.fused_update is fused
 
 
-def test_manual_sac_gradients_match_autograd():
-    _compare("sac", _batch())
+@pytest.mark.parametrize("fused", [False, True], ids=["python", "fused"])
+def test_manual_sac_gradients_match_autograd(fused):
+    _compare("sac", _batch(), fused)
 
 
-def test_manual_gradients_with_three_critics():
-    _compare("sac", _batch(), num_q=3)
+@pytest.mark.parametrize("fused", [False, True], ids=["python", "fused"])
+def test_manual_gradients_with_three_critics(fused):
+    _compare("sac", _batch(), fused, num_q=3)
 
 
-def test_manual_opd_gradients_match_autograd_with_and_without_prototypes():
-    _compare("opd", _batch(prototypes=8), opd_alpha=0.7)
-    _compare("opd", _batch())
+@pytest.mark.parametrize("fused", [False, True], ids=["python", "fused"])
+def test_manual_opd_gradients_match_autograd_with_and_without_prototypes(fused):
+    _compare("opd", _batch(prototypes=8), fused, opd_alpha=0.7)
+    _compare("opd", _batch(), fused)
+
+
+def test_fused_gradients_with_equal_widths_and_three_layers():
+    # equal shapes in consecutive layers: the C++ scratch buffers must not alias each other
+    _compare("sac", _batch(), True, hidden=(16, 16, 16))
+    _compare("opd", _batch(prototypes=8), True, hidden=(16, 16, 16), opd_alpha=0.5)
 
 
 def test_unsupported_configurations_use_autograd():

@@ -1,0 +1,355 @@
+// SAC's (and OPD's MSE distillation's) gradients in one call: the arithmetic of
+// agentic_rl/algos/sac_grads.py without its ~600 tensor operations. Every matrix product is one
+// BLAS sgemm on raw pointers (the BLAS torch links, MKL on x86); bias, ReLU, ReLU-backward and
+// bias-gradient sums are plain loops over the products' outputs; the tanh-Gaussian's
+// transcendental functions use ATen's vectorised kernels on [2B, a] tensors.
+//
+// Registered as torch.ops.agentic_rl.sac_gradients; agentic_rl/algos/sac_fused.py builds this
+// file and documents the arguments. float32, contiguous CPU tensors only. Layouts: actor
+// nn.Linear weights [out, in]; ensemble (EnsembleLinear) weights [n, in, out], biases [n, 1, out].
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <utility>
+#include <vector>
+
+extern "C" void sgemm_(const char* transa, const char* transb, const int* m, const int* n,
+                       const int* k, const float* alpha, const float* a, const int* lda,
+                       const float* b, const int* ldb, const float* beta, float* c,
+                       const int* ldc);
+
+namespace {
+
+using at::Tensor;
+using at::TensorList;
+
+constexpr double kLogStdMin = -5.0, kLogStdMax = 2.0;
+constexpr double kLogStdScale = 0.5 * (kLogStdMax - kLogStdMin);
+const double kHalfLog2Pi = 0.5 * std::log(2.0 * M_PI);
+const double kLog2 = std::log(2.0);
+
+// Row-major C[m, n] = op(A) op(B) + beta C, op(A) [m, k] and op(B) [k, n]. A is stored [m, k],
+// or [k, m] with trans_a (B likewise); lda, ldb, ldc are the stored row lengths.
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  // BLAS is column-major, where a row-major matrix reads as its transpose: C^T = op(B)^T op(A)^T.
+  const char ta = trans_b ? 'T' : 'N', tb = trans_a ? 'T' : 'N';
+  const int M = static_cast<int>(n), N = static_cast<int>(m), K = static_cast<int>(k);
+  const int LDA = static_cast<int>(ldb), LDB = static_cast<int>(lda), LDC = static_cast<int>(ldc);
+  const float one = 1.0f;
+  sgemm_(&ta, &tb, &M, &N, &K, &one, B, &LDA, A, &LDB, &beta, C, &LDC);
+}
+
+// out[r, j] += bias[j], then ReLU if `relu`.
+void add_bias(float* out, const float* bias, int64_t rows, int64_t cols, bool relu) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = out + r * cols;
+    if (relu)
+      for (int64_t j = 0; j < cols; ++j) row[j] = std::max(row[j] + bias[j], 0.0f);
+    else
+      for (int64_t j = 0; j < cols; ++j) row[j] += bias[j];
+  }
+}
+
+// ReLU backward in place: grad where the layer's output was positive, 0 elsewhere.
+void relu_backward(float* grad, const float* output, int64_t count) {
+  for (int64_t k = 0; k < count; ++k) grad[k] = output[k] > 0.0f ? grad[k] : 0.0f;
+}
+
+// sums[j] = sum_r grad[r, j] over `rows` rows of length `cols` (a bias gradient).
+void column_sums(const float* grad, int64_t rows, int64_t cols, float* sums) {
+  std::fill(sums, sums + cols, 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) sums[j] += grad[r * cols + j];
+}
+
+float* ptr(const Tensor& t) { return t.data_ptr<float>(); }
+
+// Scratch tensors kept from one call to the next, one per (use, shape): freshly allocated
+// activations of a few MB come back from the allocator as new pages, and their page faults
+// cost as much as a tenth of the update. `use` and `index` (a layer) name the buffer's role.
+Tensor scratch(const char* use, int64_t index, at::IntArrayRef shape) {
+  using Key = std::pair<std::pair<const char*, int64_t>, std::vector<int64_t>>;
+  thread_local std::map<Key, Tensor> buffers;
+  Tensor& buffer = buffers[{{use, index}, shape.vec()}];
+  if (!buffer.defined()) buffer = at::empty(shape, at::TensorOptions().dtype(at::kFloat));
+  return buffer;
+}
+
+void check(const Tensor& t, const char* name) {
+  TORCH_CHECK(t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous(), name,
+              " must be a contiguous float32 CPU tensor");
+}
+
+// Ensemble MLP over one input z [R, in] shared by all members: q [n, R]. With `hidden`, the
+// hidden activations (after ReLU, [n, R, h] each) are appended to it for the backward pass.
+Tensor ensemble_forward(TensorList params, const Tensor& z, std::vector<Tensor>* hidden,
+                        const char* use) {
+  const int64_t layers = static_cast<int64_t>(params.size()) / 2;
+  const int64_t members = params[0].size(0), rows = z.size(0);
+  Tensor input = z;
+  for (int64_t k = 0; k < layers; ++k) {
+    const int64_t width = params[2 * k].size(1), out = params[2 * k].size(2);
+    Tensor output = scratch(use, k, {members, rows, out});
+    for (int64_t i = 0; i < members; ++i) {
+      const float* member_input = k == 0 ? ptr(z) : ptr(input) + i * rows * width;
+      float* member_output = ptr(output) + i * rows * out;
+      gemm(false, false, rows, out, width, member_input, width,
+           ptr(params[2 * k]) + i * width * out, out, 0.0f, member_output, out);
+      add_bias(member_output, ptr(params[2 * k + 1]) + i * out, rows, out, k < layers - 1);
+    }
+    if (hidden && k < layers - 1) hidden->push_back(output);
+    input = output;
+  }
+  return input.view({members, rows});
+}
+
+// Backward of the ensemble from dL/dq [n, R]: weight and bias gradients from the first `rows`
+// rows only (written into grads), and dL/d(trailing act_dim input columns) of the other rows,
+// summed over members: [R - rows, act_dim].
+Tensor ensemble_backward(TensorList params, TensorList grads, const Tensor& z,
+                         const std::vector<Tensor>& hidden, const Tensor& grad_q, int64_t rows,
+                         int64_t act_dim) {
+  const int64_t layers = static_cast<int64_t>(params.size()) / 2;
+  const int64_t members = params[0].size(0), total = z.size(0);
+  Tensor grad = grad_q;  // [n, R, out] with out = 1
+  Tensor grad_action = at::empty({total - rows, act_dim}, z.options());
+  for (int64_t k = layers - 1; k >= 0; --k) {
+    const int64_t width = params[2 * k].size(1), out = params[2 * k].size(2);
+    const float* weight = ptr(params[2 * k]);
+    Tensor grad_input = k > 0 ? scratch("critic_grad", k, {members, total, width}) : Tensor();
+    for (int64_t i = 0; i < members; ++i) {
+      const float* input = k == 0 ? ptr(z) : ptr(hidden[k - 1]) + i * total * width;
+      const float* member_grad = ptr(grad) + i * total * out;
+      const float* member_weight = weight + i * width * out;
+      gemm(true, false, width, out, rows, input, width, member_grad, out, 0.0f,
+           ptr(grads[2 * k]) + i * width * out, out);
+      column_sums(member_grad, rows, out, ptr(grads[2 * k + 1]) + i * out);
+      if (k > 0) {
+        float* below = ptr(grad_input) + i * total * width;
+        gemm(false, true, total, width, out, member_grad, out, member_weight, out, 0.0f, below,
+             width);
+        relu_backward(below, input, total * width);
+      } else {  // the action columns are the last act_dim rows of the first layer's weight
+        gemm(false, true, total - rows, act_dim, out, member_grad + rows * out, out,
+             member_weight + (width - act_dim) * out, out, i == 0 ? 0.0f : 1.0f,
+             ptr(grad_action), act_dim);
+      }
+    }
+    grad = grad_input;
+  }
+  return grad_action;
+}
+
+// Copy `rows` rows of `src` [rows, cols] into columns [offset, offset + cols) of dst [rows, ld].
+void copy_columns(float* dst, int64_t ld, int64_t offset, const float* src, int64_t rows,
+                  int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(dst + r * ld + offset, src + r * cols, cols * sizeof(float));
+}
+
+Tensor sac_gradients(const Tensor& x, const Tensor& next_x, const Tensor& action,
+                     const Tensor& reward, const Tensor& terminated, const Tensor& noise,
+                     const std::optional<Tensor>& proto_x,
+                     const std::optional<Tensor>& proto_action, double proto_weight,
+                     TensorList actor, TensorList actor_grads, TensorList critic,
+                     TensorList critic_grads, TensorList target, const Tensor& log_alpha,
+                     const Tensor& log_alpha_grad, double gamma, double target_entropy) {
+  for (const Tensor* t : {&x, &next_x, &action, &reward, &terminated, &noise}) check(*t, "input");
+  for (TensorList list : {actor, actor_grads, critic, critic_grads, target})
+    for (const Tensor& t : list) check(t, "parameter");
+  const bool has_proto = proto_x.has_value();
+  if (has_proto) {
+    check(*proto_x, "proto_x");
+    check(*proto_action, "proto_action");
+  }
+  const int64_t B = x.size(0), d = x.size(1), a = action.size(1);
+  const int64_t P = has_proto ? proto_x->size(0) : 0, R = 2 * B + P;
+  const int64_t trunk = (static_cast<int64_t>(actor.size()) - 4) / 2;
+  const int64_t members = critic[0].size(0);
+  TORCH_CHECK(next_x.sizes() == x.sizes() && x.dim() == 2, "x and next_x must be [B, in]");
+  TORCH_CHECK(action.dim() == 2 && action.size(0) == B, "action must be [B, act_dim]");
+  TORCH_CHECK(reward.sizes() == at::IntArrayRef{B}, "reward must be [B]");
+  TORCH_CHECK(terminated.sizes() == at::IntArrayRef{B}, "terminated must be [B]");
+  TORCH_CHECK(noise.size(0) == 2 * B && noise.size(1) == a, "noise must be [2B, act_dim]");
+  TORCH_CHECK(!has_proto || (proto_x->dim() == 2 && proto_x->size(1) == d &&
+                             proto_action->sizes() == at::IntArrayRef{P, a}),
+              "prototypes must be [P, in] states and [P, act_dim] actions");
+  TORCH_CHECK(critic[0].size(1) == d + a, "the critic's input must be [policy input, action]");
+  const auto options = x.options();
+  const double alpha = std::exp(log_alpha.item<double>());
+
+  // ---- actor over [s'; s; prototype states]
+  Tensor X = scratch("actor_input", 0, {R, d});
+  std::memcpy(ptr(X), ptr(next_x), B * d * sizeof(float));
+  std::memcpy(ptr(X) + B * d, ptr(x), B * d * sizeof(float));
+  if (has_proto) std::memcpy(ptr(X) + 2 * B * d, ptr(*proto_x), P * d * sizeof(float));
+  std::vector<Tensor> actor_acts{X};
+  for (int64_t l = 0; l < trunk; ++l) {
+    const int64_t out = actor[2 * l].size(0), width = actor[2 * l].size(1);
+    Tensor h = scratch("actor_hidden", l, {R, out});
+    gemm(false, true, R, out, width, ptr(actor_acts.back()), width, ptr(actor[2 * l]), width,
+         0.0f, ptr(h), out);
+    add_bias(ptr(h), ptr(actor[2 * l + 1]), R, out, true);
+    actor_acts.push_back(h);
+  }
+  const Tensor& hidden = actor_acts.back();
+  const int64_t h = hidden.size(1);
+  const Tensor &mean_w = actor[2 * trunk], &std_w = actor[2 * trunk + 2];
+  Tensor mean = at::empty({R, a}, options), raw_log_std = at::empty({2 * B, a}, options);
+  gemm(false, true, R, a, h, ptr(hidden), h, ptr(mean_w), h, 0.0f, ptr(mean), a);
+  add_bias(ptr(mean), ptr(actor[2 * trunk + 1]), R, a, false);
+  gemm(false, true, 2 * B, a, h, ptr(hidden), h, ptr(std_w), h, 0.0f, ptr(raw_log_std), a);
+  add_bias(ptr(raw_log_std), ptr(actor[2 * trunk + 3]), 2 * B, a, false);
+
+  // ---- tanh-Gaussian over [s'; s] (ATen's vectorised tanh/exp/softplus, then row sums)
+  Tensor squashed = at::tanh(raw_log_std);
+  Tensor log_std = at::mul(squashed, kLogStdScale).add_(kLogStdMin + kLogStdScale);
+  Tensor stdev = at::exp(log_std);
+  Tensor pre_tanh = at::addcmul(mean.narrow(0, 0, 2 * B), stdev, noise);
+  Tensor sampled = at::tanh(pre_tanh);
+  Tensor softplus = at::softplus(at::mul(pre_tanh, -2.0));
+  Tensor log_prob = at::empty({2 * B}, options);
+  {
+    const float *e = ptr(noise), *ls = ptr(log_std), *pre = ptr(pre_tanh), *sp = ptr(softplus);
+    float* lp = ptr(log_prob);
+    const float half_log_2pi = static_cast<float>(kHalfLog2Pi), log2 = static_cast<float>(kLog2);
+    for (int64_t i = 0; i < 2 * B; ++i) {
+      float total = 0.0f;
+      for (int64_t k = i * a; k < (i + 1) * a; ++k)  // Gaussian log-density - log|d tanh/du|
+        total += (-0.5f * e[k] * e[k] - ls[k] - half_log_2pi) - 2.0f * (log2 - pre[k] - sp[k]);
+      lp[i] = total;
+    }
+  }
+
+  // ---- soft Bellman target from the target critic at (s', a')
+  Tensor next_input = scratch("target_input", 0, {B, d + a});
+  copy_columns(ptr(next_input), d + a, 0, ptr(next_x), B, d);
+  copy_columns(ptr(next_input), d + a, d, ptr(sampled), B, a);
+  Tensor next_q = ensemble_forward(target, next_input, nullptr, "target_hidden");  // [n, B]
+  Tensor td_target = at::empty({B}, options);
+  {
+    const float *q = ptr(next_q), *lp = ptr(log_prob), *rw = ptr(reward), *done = ptr(terminated);
+    float* y = ptr(td_target);
+    for (int64_t b = 0; b < B; ++b) {
+      float low = q[b];
+      for (int64_t i = 1; i < members; ++i) low = std::min(low, q[i * B + b]);
+      y[b] = rw[b] + static_cast<float>(gamma) * (1.0f - done[b]) *
+                         (low - static_cast<float>(alpha) * lp[b]);
+    }
+  }
+
+  // ---- online critic over [(s, a); (s, pi(s))]
+  Tensor critic_input = scratch("critic_input", 0, {2 * B, d + a});
+  copy_columns(ptr(critic_input), d + a, 0, ptr(x), B, d);
+  copy_columns(ptr(critic_input), d + a, d, ptr(action), B, a);
+  copy_columns(ptr(critic_input) + B * (d + a), d + a, 0, ptr(x), B, d);
+  copy_columns(ptr(critic_input) + B * (d + a), d + a, d, ptr(sampled) + B * a, B, a);
+  std::vector<Tensor> critic_hidden;
+  Tensor q_all = ensemble_forward(critic, critic_input, &critic_hidden, "critic_hidden");  // [n, 2B]
+
+  // ---- losses and dL/dQ: the critic loss on the first half, -min_i Q_i(s, pi(s)) / B on the
+  // second
+  Tensor grad_q = at::zeros({members, 2 * B}, options);
+  double critic_loss = 0.0, q_sum = 0.0, sac_loss = 0.0;
+  {
+    const float *q = ptr(q_all), *y = ptr(td_target), *lp = ptr(log_prob) + B;
+    float* g = ptr(grad_q);
+    for (int64_t i = 0; i < members; ++i)
+      for (int64_t b = 0; b < B; ++b) {
+        const float error = q[i * 2 * B + b] - y[b];
+        critic_loss += 0.5 * error * error / B;
+        q_sum += q[i * 2 * B + b];
+        g[i * 2 * B + b] = error / B;
+      }
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t best = 0;
+      for (int64_t i = 1; i < members; ++i)
+        if (q[i * 2 * B + B + b] < q[best * 2 * B + B + b]) best = i;
+      sac_loss += (alpha * lp[b] - q[best * 2 * B + B + b]) / B;
+      g[best * 2 * B + B + b] = -1.0f / B;
+    }
+  }
+  Tensor grad_action =
+      ensemble_backward(critic, critic_grads, critic_input, critic_hidden, grad_q, B, a);
+
+  // ---- through the tanh-Gaussian (and the distillation term) to the heads' outputs:
+  // d log pi / d pre-tanh = 2 tanh(pre-tanh)
+  Tensor grad_mean = at::empty({B + P, a}, options), grad_std = at::empty({B, a}, options);
+  double entropy_error = 0.0, std_sum = 0.0, distill = 0.0;
+  {
+    const float coef = static_cast<float>(alpha / B);  // dL/d log pi per row
+    const float *ga = ptr(grad_action), *act = ptr(sampled) + B * a, *sd = ptr(stdev) + B * a;
+    const float *e = ptr(noise) + B * a, *s = ptr(squashed) + B * a, *lp = ptr(log_prob) + B;
+    float *gm = ptr(grad_mean), *gs = ptr(grad_std);
+    for (int64_t k = 0; k < B * a; ++k) {
+      const float pre = ga[k] * (1.0f - act[k] * act[k]) + 2.0f * coef * act[k];
+      gm[k] = pre;
+      gs[k] = (pre * sd[k] * e[k] - coef) * static_cast<float>(kLogStdScale) *
+              (1.0f - s[k] * s[k]);
+      std_sum += sd[k];
+    }
+    for (int64_t b = 0; b < B; ++b) entropy_error += (lp[b] + target_entropy) / B;
+    if (has_proto) {
+      Tensor deterministic_action = at::tanh(mean.narrow(0, 2 * B, P));
+      const float *det = ptr(deterministic_action), *target_action = ptr(*proto_action);
+      const float scale = static_cast<float>(2.0 * proto_weight / (P * a));
+      for (int64_t k = 0; k < P * a; ++k) {
+        const float difference = det[k] - target_action[k];
+        distill += static_cast<double>(difference) * difference / (P * a);
+        gm[B * a + k] = difference * scale * (1.0f - det[k] * det[k]);
+      }
+    }
+  }
+
+  // ---- actor backward over the rows [s; prototype states]
+  const int64_t rows = B + P;
+  const float* top = ptr(hidden) + B * h;
+  gemm(true, false, a, h, rows, ptr(grad_mean), a, top, h, 0.0f, ptr(actor_grads[2 * trunk]), h);
+  column_sums(ptr(grad_mean), rows, a, ptr(actor_grads[2 * trunk + 1]));
+  gemm(true, false, a, h, B, ptr(grad_std), a, top, h, 0.0f, ptr(actor_grads[2 * trunk + 2]), h);
+  column_sums(ptr(grad_std), B, a, ptr(actor_grads[2 * trunk + 3]));
+  Tensor grad = scratch("actor_grad", trunk, {rows, h});
+  gemm(false, false, rows, h, a, ptr(grad_mean), a, ptr(mean_w), h, 0.0f, ptr(grad), h);
+  gemm(false, false, B, h, a, ptr(grad_std), a, ptr(std_w), h, 1.0f, ptr(grad), h);
+  relu_backward(ptr(grad), top, rows * h);
+  for (int64_t l = trunk - 1; l >= 0; --l) {
+    const int64_t out = actor[2 * l].size(0), width = actor[2 * l].size(1);
+    const float* inputs = ptr(actor_acts[l]) + B * width;
+    gemm(true, false, out, width, rows, ptr(grad), out, inputs, width, 0.0f,
+         ptr(actor_grads[2 * l]), width);
+    column_sums(ptr(grad), rows, out, ptr(actor_grads[2 * l + 1]));
+    if (l > 0) {
+      Tensor below = scratch("actor_grad", l, {rows, width});
+      gemm(false, false, rows, width, out, ptr(grad), out, ptr(actor[2 * l]), width, 0.0f,
+           ptr(below), width);
+      relu_backward(ptr(below), inputs, rows * width);
+      grad = below;
+    }
+  }
+
+  // ---- temperature
+  log_alpha_grad.fill_(-entropy_error);
+  const double log_alpha_value = log_alpha.item<double>();
+  const double actor_total = sac_loss + (has_proto ? proto_weight * distill : 0.0);
+  return at::tensor({critic_loss, -log_alpha_value * entropy_error, q_sum / (members * B),
+                     -(entropy_error - target_entropy), std_sum / (B * a), sac_loss, actor_total,
+                     distill},
+                    at::TensorOptions().dtype(at::kFloat));
+}
+
+}  // namespace
+
+TORCH_LIBRARY(agentic_rl, m) {
+  m.def(
+      "sac_gradients(Tensor x, Tensor next_x, Tensor action, Tensor reward, Tensor terminated, "
+      "Tensor noise, Tensor? proto_x, Tensor? proto_action, float proto_weight, "
+      "Tensor[] actor, Tensor(a!)[] actor_grads, Tensor[] critic, Tensor(b!)[] critic_grads, "
+      "Tensor[] target_critic, Tensor log_alpha, Tensor(c!) log_alpha_grad, float gamma, "
+      "float target_entropy) -> Tensor");
+  m.impl("sac_gradients", c10::DispatchKey::CPU, &sac_gradients);
+}

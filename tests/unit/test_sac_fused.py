@@ -1,0 +1,54 @@
+"""The fused C++ SAC update (sac_fused): its fallback and its input checks. Its gradients are
+checked against autograd in test_sac_grads.py."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from agentic_rl.algos import sac_fused
+from tests.unit.test_sac_grads import _batch, _learner, _params
+
+
+def test_fused_update_is_used_by_default_and_deterministic():
+    runs = []
+    for _ in range(2):
+        learner, batch = _learner("sac", fused=True), _batch()
+        metrics = [learner.update(batch) for _ in range(3)]
+        assert learner.fused_update is True
+        runs.append((metrics, [p.detach().clone() for p in _params(learner)]))
+    assert runs[0][0] == runs[1][0]
+    assert all(a.equal(b) for a, b in zip(runs[0][1], runs[1][1], strict=True))
+
+
+def test_a_failed_build_warns_once_and_falls_back_to_python(monkeypatch):
+    def no_compiler() -> None:
+        raise OSError("no C++ compiler")
+
+    monkeypatch.setattr(sac_fused, "_loaded", None)
+    monkeypatch.setattr(sac_fused, "build", no_compiler)
+    learner = _learner("sac", fused=True)
+    with pytest.warns(RuntimeWarning, match="no C.. compiler"):
+        learner.update(_batch())
+    assert learner.fused_update is False  # the Python gradients (sac_grads) took over
+    assert not sac_fused.available()  # decided once per process
+
+
+def test_bad_inputs_raise_clear_errors():
+    learner, batch = _learner("sac", fused=True), _batch()
+    learner.update(batch)
+    x = learner.policy_input(batch["obs"], batch["desired_goal"])
+    with pytest.raises(RuntimeError, match="reward must be"):
+        sac_fused.sac_gradients(learner, {**batch, "reward": batch["reward"][:-1]}, x, x, None)
+    with pytest.raises(RuntimeError, match="critic's input"):
+        sac_fused.sac_gradients(learner, batch, x[:, :5], x[:, :5], None)
+    with pytest.raises(RuntimeError, match="contiguous float32"):
+        torch.ops.agentic_rl.sac_gradients(
+            x.t().contiguous().t(), x, batch["action"], batch["reward"], batch["terminated"],
+            torch.zeros(32, 4), None, None, 0.0, *_lists(learner), learner.log_alpha.detach(),
+            torch.zeros(()), 0.9, -4.0)
+
+
+def _lists(learner) -> list[list[torch.Tensor]]:
+    actor, critic, target = sac_fused.parameter_lists(learner)
+    return [actor, [p.grad for p in actor], critic, [p.grad for p in critic], target]

@@ -61,6 +61,15 @@ class FusedAdam(torch.optim.Adam):
 
     @torch.no_grad()
     def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+        """``torch.optim.Optimizer.step``, with its step hooks and profiler record."""
+        return self.apply_gradients(closure)
+
+    @torch.no_grad()
+    def apply_gradients(self, closure: Any = None) -> Any:
+        """One Adam step from the parameters' ``.grad``. Called directly (the learners do) it
+        skips the wrapper torch puts around ``step`` (profiler record, step hooks: about
+        0.1 ms per call, as much as the kernels of a small network's step); step hooks
+        registered on this optimiser do not run then."""
         if (closure is not None or self._plan is None
                 or self._plan_keys != [self._hyper(group) for group in self.param_groups]):
             loss = super().step(closure)  # also the first step, which creates the state

@@ -101,6 +101,7 @@ class SAC:
         # Hand-written gradients where sac_grads covers the networks (ReLU actor and critic).
         self.manual_gradients = sac_grads.supports(self.actor, self.critic)
         self.fused_update: bool | None = None if agent.fused_update else False  # None: not yet
+        self.fused_calls: sac_fused.FusedSAC | None = None
 
     # ----------------------------------------------------------------------------- acting
     def modules(self) -> dict[str, torch.nn.Module]:
@@ -127,7 +128,10 @@ class SAC:
         """Actions ``[N, act_dim]`` in env units plus ``extras["unit_action"]`` in [-1, 1]."""
         x = self.policy_input(obs["observation"].to(self.device),
                               obs.get("desired_goal", torch.empty(0)).to(self.device))
-        if deterministic:
+        fused = self.fused()
+        if fused is not None:
+            unit = fused.act(x, deterministic)
+        elif deterministic:
             unit = self.actor.deterministic(x)
         else:
             unit = self.actor.sample_action(x, self.generator)
@@ -140,6 +144,14 @@ class SAC:
         self.obs_normalizer.update(obs["observation"])
         if self.goal_conditioned:
             self.goal_normalizer.update(torch.cat([obs["desired_goal"], obs["achieved_goal"]]))
+
+    def fused(self) -> sac_fused.FusedSAC | None:
+        """The C++ calls for acting and gradients, where ``fused_update`` is on and
+        ``sac_grads`` covers the networks; decided (and built, which may compile) at first use."""
+        if self.fused_update is None:
+            self.fused_update = self.manual_gradients and sac_fused.supports(self)
+            self.fused_calls = sac_fused.FusedSAC(self) if self.fused_update else None
+        return self.fused_calls
 
     # ----------------------------------------------------------------------------- learning
     @property
@@ -162,15 +174,14 @@ class SAC:
         next_x = self.policy_input(batch["next_obs"], goal)
         alpha = self.alpha
         if self.manual_gradients and self.manual_gradients_for(batch):
-            if self.fused_update is None:  # decided at the first update: it may compile
-                self.fused_update = sac_fused.supports(self)
-            gradients = sac_fused if self.fused_update else sac_grads
-            metrics = self.manual_update_metrics(gradients.sac_gradients(
-                self, batch, x, next_x, self.distill_rows(batch)))
+            prototype, fused = self.distill_rows(batch), self.fused()
+            metrics = self.manual_update_metrics(
+                fused.gradients(batch, x, next_x, prototype) if fused is not None
+                else sac_grads.sac_gradients(self, batch, x, next_x, prototype))
         else:
             self.optimizer.zero_grad(set_to_none=True)
             metrics = self.autograd_gradients(batch, x, next_x, alpha)
-        self.optimizer.step()
+        self.optimizer.apply_gradients()
         with torch.no_grad():
             torch._foreach_lerp_(self.target_params, self.online_params, self.config.tau)
         self.num_updates += 1

@@ -6,7 +6,9 @@ the update's time. ``csrc/sac_update.cpp`` does the same arithmetic in one call:
 products go to ATen (MKL) as before, and the elementwise parts over ``[2B, act_dim]`` and
 ``[num_q, 2B]`` values are plain loops. The noise is drawn here, from the learner's generator,
 exactly as ``sac_grads`` draws it, so the random stream and the learning curve stay the same
-(the numbers agree to float rounding: the C++ sums in a different order).
+(the numbers agree to float rounding: the C++ sums in a different order). Acting goes through
+C++ too (``FusedSAC.act``): the actor's forward for one env step is a handful of tiny
+products, cheaper without a dozen module calls around them.
 
 The extension is compiled on first use with ``torch.utils.cpp_extension`` (a C++ compiler and
 ``ninja`` are needed; about 15 s once per machine, cached under ``TORCH_EXTENSIONS_DIR`` or
@@ -79,28 +81,57 @@ def gradient_buffers(params: list[torch.Tensor]) -> list[torch.Tensor]:
     return [param.grad for param in params]
 
 
-@torch.no_grad()
-def sac_gradients(sac: Any, batch: dict[str, Any], x: torch.Tensor, next_x: torch.Tensor,
+class FusedSAC:
+    """One learner's fused calls: ``gradients`` is ``sac_grads.sac_gradients`` in one C++ call
+    (the same gradients written into ``.grad`` of every parameter, the same losses and
+    statistics returned as 0-dim tensors); ``act`` is the actor's acting forward. The
+    parameter lists are gathered once (parameters keep their identity; loading a checkpoint
+    copies into them)."""
+
+    def __init__(self, sac: Any) -> None:
+        self.sac = sac
+        self.actor, self.critic, self.target = parameter_lists(sac)
+        self.params = [*self.actor, *self.critic, sac.log_alpha]
+        self.grads: list[torch.Tensor] = []
+        self.gradients_op = torch.ops.agentic_rl.sac_gradients
+        self.act_op = torch.ops.agentic_rl.sac_act
+
+    def gradient_lists(self) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
+        if len(self.grads) != len(self.params) or any(
+                param.grad is not grad for param, grad in zip(self.params, self.grads)):
+            self.grads = gradient_buffers(self.params)
+        actor_count = len(self.actor)
+        return (self.grads[:actor_count], self.grads[actor_count:-1], self.grads[-1])
+
+    @torch.no_grad()
+    def gradients(self, batch: dict[str, Any], x: torch.Tensor, next_x: torch.Tensor,
                   prototype: tuple[torch.Tensor, torch.Tensor, float] | None
                   ) -> dict[str, torch.Tensor]:
-    """``sac_grads.sac_gradients`` in one C++ call: the same gradients written into ``.grad``
-    of every parameter, the same losses and statistics returned (0-dim tensors)."""
-    rows, act_dim = x.shape[0], sac.actor.mean_head.out_features
-    noise = torch.randn((2 * rows, act_dim), generator=sac.generator, dtype=x.dtype)
-    actor_params, critic_params, target_params = parameter_lists(sac)
-    proto_x, proto_action, weight = (None, None, 0.0) if prototype is None else prototype
+        """Arguments and results as ``sac_grads.sac_gradients`` (less the learner)."""
+        sac = self.sac
+        rows, act_dim = x.shape[0], sac.actor.mean_head.out_features
+        noise = torch.randn((2 * rows, act_dim), generator=sac.generator, dtype=x.dtype)
+        proto_x, proto_action, weight = (None, None, 0.0) if prototype is None else prototype
+        actor_grads, critic_grads, log_alpha_grad = self.gradient_lists()
+        values = self.gradients_op(
+            _float(x), _float(next_x), _float(batch["action"]), _float(batch["reward"]),
+            _float(batch["terminated"]), noise, _float(proto_x), _float(proto_action),
+            float(weight), self.actor, actor_grads, self.critic, critic_grads, self.target,
+            sac.log_alpha.detach(), log_alpha_grad, float(sac.config.gamma),
+            float(sac.target_entropy))
+        metrics = dict(zip(METRICS, values.unbind()))
+        if prototype is None:
+            del metrics["actor_distill_loss"]
+        return metrics
 
-    def contiguous(tensor: torch.Tensor | None) -> torch.Tensor | None:
-        return None if tensor is None else tensor.float().contiguous()
+    @torch.no_grad()
+    def act(self, x: torch.Tensor, deterministic: bool) -> torch.Tensor:
+        """``actor.deterministic(x)`` or ``actor.sample_action(x, generator)`` (the same noise
+        draw), ``[N, act_dim]`` in (-1, 1)."""
+        noise = None if deterministic else torch.randn(
+            (x.shape[0], self.sac.actor.mean_head.out_features), generator=self.sac.generator)
+        return self.act_op(_float(x), noise, self.actor)
 
-    values = torch.ops.agentic_rl.sac_gradients(
-        contiguous(x), contiguous(next_x), contiguous(batch["action"]),
-        contiguous(batch["reward"]), contiguous(batch["terminated"]), noise,
-        contiguous(proto_x), contiguous(proto_action), float(weight),
-        actor_params, gradient_buffers(actor_params), critic_params,
-        gradient_buffers(critic_params), target_params, sac.log_alpha.detach(),
-        gradient_buffers([sac.log_alpha])[0], float(sac.config.gamma), float(sac.target_entropy))
-    metrics = dict(zip(METRICS, values.unbind()))
-    if prototype is None:
-        del metrics["actor_distill_loss"]
-    return metrics
+
+def _float(tensor: torch.Tensor | None) -> torch.Tensor | None:
+    return None if tensor is None else tensor.float().contiguous()

@@ -4,9 +4,10 @@
 // bias-gradient sums are plain loops over the products' outputs; the tanh-Gaussian's
 // transcendental functions use ATen's vectorised kernels on [2B, a] tensors.
 //
-// Registered as torch.ops.agentic_rl.sac_gradients; agentic_rl/algos/sac_fused.py builds this
-// file and documents the arguments. float32, contiguous CPU tensors only. Layouts: actor
-// nn.Linear weights [out, in]; ensemble (EnsembleLinear) weights [n, in, out], biases [n, 1, out].
+// Registered as torch.ops.agentic_rl.sac_gradients and sac_act (the actor's forward for acting);
+// agentic_rl/algos/sac_fused.py builds this file and documents the arguments. float32,
+// contiguous CPU tensors only. Layouts: actor nn.Linear weights [out, in]; ensemble
+// (EnsembleLinear) weights [n, in, out], biases [n, 1, out].
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -44,8 +45,16 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const flo
   sgemm_(&ta, &tb, &M, &N, &K, &one, B, &LDA, A, &LDB, &beta, C, &LDC);
 }
 
+// The elementwise loops below are compiled for AVX-512, AVX2 and the baseline ISA; the loader
+// picks the best the CPU has (GCC function multi-versioning).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define VECTORISED __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define VECTORISED
+#endif
+
 // out[r, j] += bias[j], then ReLU if `relu`.
-void add_bias(float* out, const float* bias, int64_t rows, int64_t cols, bool relu) {
+VECTORISED void add_bias(float* out, const float* bias, int64_t rows, int64_t cols, bool relu) {
   for (int64_t r = 0; r < rows; ++r) {
     float* row = out + r * cols;
     if (relu)
@@ -56,12 +65,12 @@ void add_bias(float* out, const float* bias, int64_t rows, int64_t cols, bool re
 }
 
 // ReLU backward in place: grad where the layer's output was positive, 0 elsewhere.
-void relu_backward(float* grad, const float* output, int64_t count) {
+VECTORISED void relu_backward(float* grad, const float* output, int64_t count) {
   for (int64_t k = 0; k < count; ++k) grad[k] = output[k] > 0.0f ? grad[k] : 0.0f;
 }
 
 // sums[j] = sum_r grad[r, j] over `rows` rows of length `cols` (a bias gradient).
-void column_sums(const float* grad, int64_t rows, int64_t cols, float* sums) {
+VECTORISED void column_sums(const float* grad, int64_t rows, int64_t cols, float* sums) {
   std::fill(sums, sums + cols, 0.0f);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j) sums[j] += grad[r * cols + j];
@@ -342,6 +351,47 @@ Tensor sac_gradients(const Tensor& x, const Tensor& next_x, const Tensor& action
                     at::TensorOptions().dtype(at::kFloat));
 }
 
+// The actor's action for acting, [N, a] in (-1, 1): tanh(mean + std * noise), or tanh(mean)
+// without noise; the arithmetic of TanhGaussianActor.sample_action / deterministic.
+Tensor sac_act(const Tensor& x, const std::optional<Tensor>& noise, TensorList actor) {
+  check(x, "x");
+  for (const Tensor& t : actor) check(t, "parameter");
+  const int64_t N = x.size(0), trunk = (static_cast<int64_t>(actor.size()) - 4) / 2;
+  const int64_t a = actor[2 * trunk].size(0);
+  TORCH_CHECK(x.dim() == 2 && x.size(1) == actor[0].size(1), "x must be [N, in]");
+  if (noise.has_value()) {
+    check(*noise, "noise");
+    TORCH_CHECK(noise->sizes() == at::IntArrayRef({N, a}), "noise must be [N, act_dim]");
+  }
+  Tensor input = x;
+  for (int64_t l = 0; l < trunk; ++l) {
+    const int64_t out = actor[2 * l].size(0), width = actor[2 * l].size(1);
+    Tensor h = at::empty({N, out}, x.options());
+    gemm(false, true, N, out, width, ptr(input), width, ptr(actor[2 * l]), width, 0.0f, ptr(h),
+         out);
+    add_bias(ptr(h), ptr(actor[2 * l + 1]), N, out, true);
+    input = h;
+  }
+  const int64_t h = input.size(1);
+  Tensor action = at::empty({N, a}, x.options());
+  gemm(false, true, N, a, h, ptr(input), h, ptr(actor[2 * trunk]), h, 0.0f, ptr(action), a);
+  add_bias(ptr(action), ptr(actor[2 * trunk + 1]), N, a, false);
+  if (noise.has_value()) {
+    Tensor raw_log_std = at::empty({N, a}, x.options());
+    gemm(false, true, N, a, h, ptr(input), h, ptr(actor[2 * trunk + 2]), h, 0.0f,
+         ptr(raw_log_std), a);
+    add_bias(ptr(raw_log_std), ptr(actor[2 * trunk + 3]), N, a, false);
+    const float *raw = ptr(raw_log_std), *e = ptr(*noise);
+    float* act = ptr(action);
+    for (int64_t k = 0; k < N * a; ++k) {
+      const float log_std =
+          static_cast<float>(kLogStdMin + kLogStdScale * (std::tanh(raw[k]) + 1.0f));
+      act[k] += std::exp(log_std) * e[k];
+    }
+  }
+  return action.tanh_();
+}
+
 }  // namespace
 
 TORCH_LIBRARY(agentic_rl, m) {
@@ -352,4 +402,6 @@ TORCH_LIBRARY(agentic_rl, m) {
       "Tensor[] target_critic, Tensor log_alpha, Tensor(c!) log_alpha_grad, float gamma, "
       "float target_entropy) -> Tensor");
   m.impl("sac_gradients", c10::DispatchKey::CPU, &sac_gradients);
+  m.def("sac_act(Tensor x, Tensor? noise, Tensor[] actor) -> Tensor");
+  m.impl("sac_act", c10::DispatchKey::CPU, &sac_act);
 }

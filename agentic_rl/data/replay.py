@@ -117,7 +117,8 @@ class ReplayBuffer:
                                "training.learning_starts above one episode length")
         flat = valid[torch.randint(valid.numel(), (batch_size,), generator=generator)]
         rows, envs = flat // self.num_envs, flat % self.num_envs
-        batch = {name: self.storage[name][rows, envs] for name in FIELDS}
+        # storage is [capacity, num_envs, ...]: row-major position rows * num_envs + envs = flat
+        batch = {name: self.storage[name].flatten(0, 1).index_select(0, flat) for name in FIELDS}
         if her_strategy != "none" and relabel_ratio > 0:
             if reward_fn is None:
                 raise ValueError("HER relabelling needs a reward_fn")

@@ -39,9 +39,9 @@ def test_bad_inputs_raise_clear_errors():
     learner.update(batch)
     x = learner.policy_input(batch["obs"], batch["desired_goal"])
     with pytest.raises(RuntimeError, match="reward must be"):
-        sac_fused.sac_gradients(learner, {**batch, "reward": batch["reward"][:-1]}, x, x, None)
+        learner.fused().gradients({**batch, "reward": batch["reward"][:-1]}, x, x, None)
     with pytest.raises(RuntimeError, match="critic's input"):
-        sac_fused.sac_gradients(learner, batch, x[:, :5], x[:, :5], None)
+        learner.fused().gradients(batch, x[:, :5], x[:, :5], None)
     with pytest.raises(RuntimeError, match="contiguous float32"):
         torch.ops.agentic_rl.sac_gradients(
             x.t().contiguous().t(), x, batch["action"], batch["reward"], batch["terminated"],
@@ -52,3 +52,16 @@ def test_bad_inputs_raise_clear_errors():
 def _lists(learner) -> list[list[torch.Tensor]]:
     actor, critic, target = sac_fused.parameter_lists(learner)
     return [actor, [p.grad for p in actor], critic, [p.grad for p in critic], target]
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_fused_act_matches_the_actor(deterministic):
+    fused, python = _learner("sac", fused=True), _learner("sac")
+    obs = {"observation": torch.randn(5, 6), "desired_goal": torch.randn(5, 3)}
+    for _ in range(3):  # the same noise draws from the same generator state
+        ours, _, extras = fused.act(obs, deterministic=deterministic)
+        theirs, _, python_extras = python.act(obs, deterministic=deterministic)
+        assert torch.allclose(ours, theirs, atol=1e-6)
+        assert torch.allclose(extras["unit_action"], python_extras["unit_action"], atol=1e-6)
+    assert fused.fused_calls is not None and python.fused_calls is None
+    assert fused.generator.get_state().equal(python.generator.get_state())

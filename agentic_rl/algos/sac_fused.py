@@ -18,9 +18,11 @@ False, and SAC keeps using ``sac_grads``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -79,6 +81,19 @@ def gradient_buffers(params: list[torch.Tensor]) -> list[torch.Tensor]:
         if param.grad is None or param.grad.shape != param.shape:
             param.grad = torch.zeros_like(param)
     return [param.grad for param in params]
+
+
+@contextlib.contextmanager
+def denormals_flushed() -> Iterator[None]:
+    """Floats below 1.2e-38 read and written as 0 inside the block (FTZ/DAZ on this thread;
+    x86), the caller's mode restored after. Adam's second moments of dead units decay into that
+    range after some thousands of updates, and its step then runs up to 9x slower
+    (``benchmarks/README.md``); the values flushed are far below anything that matters."""
+    previous = torch.ops.agentic_rl.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        torch.ops.agentic_rl.set_flush_denormal(previous)
 
 
 class FusedSAC:

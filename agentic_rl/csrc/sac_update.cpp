@@ -11,6 +11,10 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -77,6 +81,20 @@ VECTORISED void column_sums(const float* grad, int64_t rows, int64_t cols, float
 }
 
 float* ptr(const Tensor& t) { return t.data_ptr<float>(); }
+
+// Flush-to-zero and denormals-are-zero for this thread (MXCSR bits, x86 only); returns the
+// previous setting. Adam's second moments of dead units decay into the denormal range after
+// some thousands of updates, and then its step runs several times slower.
+bool set_flush_denormal(bool on) {
+#if defined(__x86_64__) || defined(__i386__)
+  constexpr unsigned int kBits = 0x8040;  // FTZ | DAZ
+  const unsigned int csr = _mm_getcsr();
+  _mm_setcsr(on ? (csr | kBits) : (csr & ~kBits));
+  return (csr & kBits) == kBits;
+#else
+  return false;
+#endif
+}
 
 // Scratch tensors kept from one call to the next, one per (use, shape): freshly allocated
 // activations of a few MB come back from the allocator as new pages, and their page faults
@@ -403,5 +421,6 @@ TORCH_LIBRARY(agentic_rl, m) {
       "float target_entropy) -> Tensor");
   m.impl("sac_gradients", c10::DispatchKey::CPU, &sac_gradients);
   m.def("sac_act(Tensor x, Tensor? noise, Tensor[] actor) -> Tensor");
+  m.def("set_flush_denormal(bool on) -> bool", &set_flush_denormal);
   m.impl("sac_act", c10::DispatchKey::CPU, &sac_act);
 }

@@ -3,6 +3,8 @@ checked against autograd in test_sac_grads.py."""
 
 from __future__ import annotations
 
+import platform
+
 import pytest
 import torch
 
@@ -65,3 +67,15 @@ def test_fused_act_matches_the_actor(deterministic):
         assert torch.allclose(extras["unit_action"], python_extras["unit_action"], atol=1e-6)
     assert fused.fused_calls is not None and python.fused_calls is None
     assert fused.generator.get_state().equal(python.generator.get_state())
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="MXCSR is x86's")
+def test_denormals_are_flushed_inside_the_block_only():
+    tiny = torch.tensor([1e-39])  # a float32 denormal
+    assert sac_fused.available()
+    with sac_fused.denormals_flushed():
+        assert (tiny * 1.0).item() == 0.0
+        with sac_fused.denormals_flushed():  # nested blocks restore the outer mode
+            pass
+        assert (tiny * 1.0).item() == 0.0
+    assert (tiny * 1.0).item() == pytest.approx(1e-39)

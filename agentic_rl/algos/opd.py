@@ -59,12 +59,9 @@ class OPD(SAC):
         """``sac_grads`` covers the MSE distillation term without the Q-filter."""
         return self.config.distill_loss == "mse" and not self.config.q_filter
 
-    def distill_rows(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, float] | None:
+    def distill_term(self, batch: Batch) -> tuple[Batch, float] | None:
         prototype = batch.get("prototype")
-        if prototype is None:
-            return None
-        return (self.policy_input(prototype["obs"], prototype.get("desired_goal")),
-                prototype["action"], self.opd_alpha())
+        return None if prototype is None else (prototype, self.opd_alpha())
 
     def manual_update_metrics(self, values: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         metrics = super().manual_update_metrics(values)

@@ -127,16 +127,14 @@ class SAC:
     @torch.no_grad()
     def act(self, obs: dict[str, torch.Tensor], state: Any = None, deterministic: bool = False):
         """Actions ``[N, act_dim]`` in env units plus ``extras["unit_action"]`` in [-1, 1]."""
-        x = self.policy_input(obs["observation"].to(self.device),
-                              obs.get("desired_goal", torch.empty(0)).to(self.device))
         fused = self.fused()
         if fused is not None:
-            unit = fused.act(x, deterministic)
-        elif deterministic:
-            unit = self.actor.deterministic(x)
+            unit = fused.act(obs["observation"], obs.get("desired_goal"), deterministic)
         else:
-            unit = self.actor.sample_action(x, self.generator)
-        unit = unit.cpu()
+            x = self.policy_input(obs["observation"].to(self.device),
+                                  obs.get("desired_goal", torch.empty(0)).to(self.device))
+            unit = (self.actor.deterministic(x) if deterministic
+                    else self.actor.sample_action(x, self.generator)).cpu()
         return self.unit_to_env(unit), state, {"unit_action": unit}
 
     def observe(self, obs: dict[str, torch.Tensor]) -> None:
@@ -171,19 +169,22 @@ class SAC:
         zero (``sac_fused.denormals_flushed``)."""
         if self.device.type != "cpu":  # replay batches live on the CPU
             batch = {k: (v.to(self.device) if torch.is_tensor(v) else v) for k, v in batch.items()}
-        goal = batch.get("desired_goal")
-        x = self.policy_input(batch["obs"], goal)
-        next_x = self.policy_input(batch["next_obs"], goal)
         alpha, fused = self.alpha, self.fused()
+        manual = self.manual_gradients and self.manual_gradients_for(batch)
         with sac_fused.denormals_flushed() if fused is not None else contextlib.nullcontext():
-            if self.manual_gradients and self.manual_gradients_for(batch):
-                prototype = self.distill_rows(batch)
-                metrics = self.manual_update_metrics(
-                    fused.gradients(batch, x, next_x, prototype) if fused is not None
-                    else sac_grads.sac_gradients(self, batch, x, next_x, prototype))
+            if manual and fused is not None:  # the C++ code normalises the raw batch itself
+                term = self.distill_term(batch)
+                metrics = self.manual_update_metrics(fused.gradients(batch, *(term or (None, 0.))))
             else:
-                self.optimizer.zero_grad(set_to_none=True)
-                metrics = self.autograd_gradients(batch, x, next_x, alpha)
+                goal = batch.get("desired_goal")
+                x = self.policy_input(batch["obs"], goal)
+                next_x = self.policy_input(batch["next_obs"], goal)
+                if manual:
+                    metrics = self.manual_update_metrics(sac_grads.sac_gradients(
+                        self, batch, x, next_x, self.distill_rows(batch)))
+                else:
+                    self.optimizer.zero_grad(set_to_none=True)
+                    metrics = self.autograd_gradients(batch, x, next_x, alpha)
             self.optimizer.apply_gradients()
             with torch.no_grad():
                 torch._foreach_lerp_(self.target_params, self.online_params, self.config.tau)
@@ -217,9 +218,19 @@ class SAC:
         """Whether ``sac_grads`` covers this update's losses."""
         return True
 
-    def distill_rows(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, float] | None:
-        """``(prototype policy inputs, prototype actions, weight)`` of an MSE distillation term."""
+    def distill_term(self, batch: Batch) -> tuple[Batch, float] | None:
+        """The raw prototype batch (``obs``, ``desired_goal``, ``action``) and the weight of an
+        MSE distillation term, if any."""
         return None
+
+    def distill_rows(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, float] | None:
+        """``distill_term`` as ``(prototype policy inputs, prototype actions, weight)``."""
+        term = self.distill_term(batch)
+        if term is None:
+            return None
+        prototype, weight = term
+        return (self.policy_input(prototype["obs"], prototype.get("desired_goal")),
+                prototype["action"], weight)
 
     def manual_update_metrics(self, values: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """``sac_grads`` results under the keys ``autograd_gradients`` returns."""

@@ -118,20 +118,34 @@ class FusedSAC:
         actor_count = len(self.actor)
         return (self.grads[:actor_count], self.grads[actor_count:-1], self.grads[-1])
 
-    @torch.no_grad()
-    def gradients(self, batch: dict[str, Any], x: torch.Tensor, next_x: torch.Tensor,
-                  prototype: tuple[torch.Tensor, torch.Tensor, float] | None
-                  ) -> dict[str, torch.Tensor]:
-        """Arguments and results as ``sac_grads.sac_gradients`` (less the learner)."""
+    def normalizers(self) -> tuple[list[torch.Tensor], list[float]]:
+        """The observation and goal normalisers' ``[mean, scale]`` tensors and clip values
+        (goal ones empty for a learner without goals)."""
         sac = self.sac
-        rows, act_dim = x.shape[0], sac.actor.mean_head.out_features
-        noise = torch.randn((2 * rows, act_dim), generator=sac.generator, dtype=x.dtype)
-        proto_x, proto_action, weight = (None, None, 0.0) if prototype is None else prototype
+        obs_mean, obs_scale, obs_clip = sac.obs_normalizer.affine()
+        if not sac.goal_conditioned:
+            return [obs_mean, obs_scale, torch.empty(0), torch.empty(0)], [obs_clip, 0.0]
+        goal_mean, goal_scale, goal_clip = sac.goal_normalizer.affine()
+        return [obs_mean, obs_scale, goal_mean, goal_scale], [obs_clip, goal_clip]
+
+    @torch.no_grad()
+    def gradients(self, batch: dict[str, Any], prototype: dict[str, Any] | None,
+                  weight: float) -> dict[str, torch.Tensor]:
+        """``sac_grads.sac_gradients`` from the raw batch (the C++ code normalises): the same
+        gradients in ``.grad``, the same losses and statistics as 0-dim tensors. ``prototype``
+        holds raw ``obs``, ``desired_goal`` and ``action`` of the MSE distillation term."""
+        sac = self.sac
+        rows, act_dim = batch["obs"].shape[0], sac.actor.mean_head.out_features
+        noise = torch.randn((2 * rows, act_dim), generator=sac.generator)
         actor_grads, critic_grads, log_alpha_grad = self.gradient_lists()
+        goal = _float(batch.get("desired_goal")) if sac.goal_conditioned else None
+        proto = prototype or {}
+        proto_goal = _float(proto.get("desired_goal")) if sac.goal_conditioned else None
         values = self.gradients_op(
-            _float(x), _float(next_x), _float(batch["action"]), _float(batch["reward"]),
-            _float(batch["terminated"]), noise, _float(proto_x), _float(proto_action),
-            float(weight), self.actor, actor_grads, self.critic, critic_grads, self.target,
+            _float(batch["obs"]), _float(batch["next_obs"]), goal, _float(batch["action"]),
+            _float(batch["reward"]), _float(batch["terminated"]), noise, _float(proto.get("obs")),
+            proto_goal, _float(proto.get("action")), float(weight), *self.normalizers(),
+            self.actor, actor_grads, self.critic, critic_grads, self.target,
             sac.log_alpha.detach(), log_alpha_grad, float(sac.config.gamma),
             float(sac.target_entropy))
         metrics = dict(zip(METRICS, values.unbind()))
@@ -140,12 +154,15 @@ class FusedSAC:
         return metrics
 
     @torch.no_grad()
-    def act(self, x: torch.Tensor, deterministic: bool) -> torch.Tensor:
-        """``actor.deterministic(x)`` or ``actor.sample_action(x, generator)`` (the same noise
-        draw), ``[N, act_dim]`` in (-1, 1)."""
+    def act(self, obs: torch.Tensor, goal: torch.Tensor | None, deterministic: bool
+            ) -> torch.Tensor:
+        """``actor.deterministic`` or ``actor.sample_action`` (the same noise draw) of the raw
+        observation and goal, ``[N, act_dim]`` in (-1, 1)."""
+        sac = self.sac
         noise = None if deterministic else torch.randn(
-            (x.shape[0], self.sac.actor.mean_head.out_features), generator=self.sac.generator)
-        return self.act_op(_float(x), noise, self.actor)
+            (obs.shape[0], sac.actor.mean_head.out_features), generator=sac.generator)
+        return self.act_op(_float(obs), _float(goal) if sac.goal_conditioned else None, noise,
+                           *self.normalizers(), self.actor)
 
 
 def _float(tensor: torch.Tensor | None) -> torch.Tensor | None:

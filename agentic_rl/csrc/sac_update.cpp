@@ -179,42 +179,81 @@ void copy_columns(float* dst, int64_t ld, int64_t offset, const float* src, int6
     std::memcpy(dst + r * ld + offset, src + r * cols, cols * sizeof(float));
 }
 
-Tensor sac_gradients(const Tensor& x, const Tensor& next_x, const Tensor& action,
-                     const Tensor& reward, const Tensor& terminated, const Tensor& noise,
-                     const std::optional<Tensor>& proto_x,
+// The policy's input: the normalised observation, then the normalised goal (if any), each
+// clamp((v - mean) * scale, -clip, clip) as RunningNormalizer computes it.
+struct PolicyInput {
+  Tensor obs_mean, obs_scale, goal_mean, goal_scale;
+  float obs_clip, goal_clip;
+
+  PolicyInput(TensorList normalizers, at::ArrayRef<double> clips)
+      : obs_mean(normalizers[0]), obs_scale(normalizers[1]), goal_mean(normalizers[2]),
+        goal_scale(normalizers[3]), obs_clip(static_cast<float>(clips[0])),
+        goal_clip(static_cast<float>(clips[1])) {
+    for (const Tensor& t : normalizers) check(t, "normaliser statistics");
+  }
+  int64_t obs_dim() const { return obs_mean.numel(); }
+  int64_t goal_dim() const { return goal_mean.numel(); }
+
+  // Write the inputs of `obs` [rows, o] and `goal` [rows, g] into dst (row stride ld).
+  void write(float* dst, int64_t ld, const Tensor& obs, const std::optional<Tensor>& goal) const {
+    const int64_t rows = obs.size(0), o = obs_dim(), g = goal_dim();
+    check(obs, "observation");
+    TORCH_CHECK(obs.dim() == 2 && obs.size(1) == o, "observations must be [rows, ", o, "]");
+    TORCH_CHECK(g == 0 || (goal.has_value() && goal->sizes() == at::IntArrayRef({rows, g})),
+                "goals must be [rows, ", g, "]");
+    normalise(dst, ld, ptr(obs), rows, o, ptr(obs_mean), ptr(obs_scale), obs_clip);
+    if (g > 0) {
+      check(*goal, "goal");
+      normalise(dst + o, ld, ptr(*goal), rows, g, ptr(goal_mean), ptr(goal_scale), goal_clip);
+    }
+  }
+
+  static void normalise(float* dst, int64_t ld, const float* src, int64_t rows, int64_t cols,
+                        const float* mean, const float* scale, float clip) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < cols; ++j)
+        dst[r * ld + j] = std::clamp((src[r * cols + j] - mean[j]) * scale[j], -clip, clip);
+  }
+};
+
+Tensor sac_gradients(const Tensor& obs, const Tensor& next_obs, const std::optional<Tensor>& goal,
+                     const Tensor& action, const Tensor& reward, const Tensor& terminated,
+                     const Tensor& noise, const std::optional<Tensor>& proto_obs,
+                     const std::optional<Tensor>& proto_goal,
                      const std::optional<Tensor>& proto_action, double proto_weight,
-                     TensorList actor, TensorList actor_grads, TensorList critic,
-                     TensorList critic_grads, TensorList target, const Tensor& log_alpha,
-                     const Tensor& log_alpha_grad, double gamma, double target_entropy) {
-  for (const Tensor* t : {&x, &next_x, &action, &reward, &terminated, &noise}) check(*t, "input");
+                     TensorList normalizers, at::ArrayRef<double> clips, TensorList actor,
+                     TensorList actor_grads, TensorList critic, TensorList critic_grads,
+                     TensorList target, const Tensor& log_alpha, const Tensor& log_alpha_grad,
+                     double gamma, double target_entropy) {
+  for (const Tensor* t : {&action, &reward, &terminated, &noise}) check(*t, "input");
   for (TensorList list : {actor, actor_grads, critic, critic_grads, target})
     for (const Tensor& t : list) check(t, "parameter");
-  const bool has_proto = proto_x.has_value();
-  if (has_proto) {
-    check(*proto_x, "proto_x");
-    check(*proto_action, "proto_action");
-  }
-  const int64_t B = x.size(0), d = x.size(1), a = action.size(1);
-  const int64_t P = has_proto ? proto_x->size(0) : 0, R = 2 * B + P;
+  const PolicyInput policy_input(normalizers, clips);
+  const bool has_proto = proto_obs.has_value();
+  if (has_proto) check(*proto_action, "proto_action");
+  const int64_t B = obs.size(0), d = policy_input.obs_dim() + policy_input.goal_dim();
+  const int64_t a = action.size(1);
+  const int64_t P = has_proto ? proto_obs->size(0) : 0, R = 2 * B + P;
   const int64_t trunk = (static_cast<int64_t>(actor.size()) - 4) / 2;
   const int64_t members = critic[0].size(0);
-  TORCH_CHECK(next_x.sizes() == x.sizes() && x.dim() == 2, "x and next_x must be [B, in]");
+  TORCH_CHECK(next_obs.sizes() == obs.sizes(), "obs and next_obs must be [B, obs_dim]");
   TORCH_CHECK(action.dim() == 2 && action.size(0) == B, "action must be [B, act_dim]");
   TORCH_CHECK(reward.sizes() == at::IntArrayRef{B}, "reward must be [B]");
   TORCH_CHECK(terminated.sizes() == at::IntArrayRef{B}, "terminated must be [B]");
   TORCH_CHECK(noise.size(0) == 2 * B && noise.size(1) == a, "noise must be [2B, act_dim]");
-  TORCH_CHECK(!has_proto || (proto_x->dim() == 2 && proto_x->size(1) == d &&
-                             proto_action->sizes() == at::IntArrayRef{P, a}),
-              "prototypes must be [P, in] states and [P, act_dim] actions");
+  TORCH_CHECK(!has_proto || proto_action->sizes() == at::IntArrayRef({P, a}),
+              "prototype actions must be [P, act_dim]");
+  TORCH_CHECK(actor[0].size(1) == d, "the actor's input must be [observation, goal]");
   TORCH_CHECK(critic[0].size(1) == d + a, "the critic's input must be [policy input, action]");
-  const auto options = x.options();
+  const auto options = obs.options();
   const double alpha = std::exp(log_alpha.item<double>());
 
   // ---- actor over [s'; s; prototype states]
   Tensor X = scratch("actor_input", 0, {R, d});
-  std::memcpy(ptr(X), ptr(next_x), B * d * sizeof(float));
-  std::memcpy(ptr(X) + B * d, ptr(x), B * d * sizeof(float));
-  if (has_proto) std::memcpy(ptr(X) + 2 * B * d, ptr(*proto_x), P * d * sizeof(float));
+  policy_input.write(ptr(X), d, next_obs, goal);
+  policy_input.write(ptr(X) + B * d, d, obs, goal);
+  if (has_proto) policy_input.write(ptr(X) + 2 * B * d, d, *proto_obs, proto_goal);
+  const float *next_x = ptr(X), *x = ptr(X) + B * d;
   std::vector<Tensor> actor_acts{X};
   for (int64_t l = 0; l < trunk; ++l) {
     const int64_t out = actor[2 * l].size(0), width = actor[2 * l].size(1);
@@ -233,13 +272,30 @@ Tensor sac_gradients(const Tensor& x, const Tensor& next_x, const Tensor& action
   gemm(false, true, 2 * B, a, h, ptr(hidden), h, ptr(std_w), h, 0.0f, ptr(raw_log_std), a);
   add_bias(ptr(raw_log_std), ptr(actor[2 * trunk + 3]), 2 * B, a, false);
 
-  // ---- tanh-Gaussian over [s'; s] (ATen's vectorised tanh/exp/softplus, then row sums)
-  Tensor squashed = at::tanh(raw_log_std);
-  Tensor log_std = at::mul(squashed, kLogStdScale).add_(kLogStdMin + kLogStdScale);
-  Tensor stdev = at::exp(log_std);
-  Tensor pre_tanh = at::addcmul(mean.narrow(0, 0, 2 * B), stdev, noise);
-  Tensor sampled = at::tanh(pre_tanh);
-  Tensor softplus = at::softplus(at::mul(pre_tanh, -2.0));
+  // ---- tanh-Gaussian over [s'; s]: ATen's vectorised tanh/exp/softplus into scratch buffers,
+  // the arithmetic between them in loops
+  const int64_t n = 2 * B * a;
+  Tensor squashed = scratch("squashed", 0, {2 * B, a}), log_std = scratch("log_std", 0, {2 * B, a});
+  Tensor stdev = scratch("std", 0, {2 * B, a}), pre_tanh = scratch("pre_tanh", 0, {2 * B, a});
+  Tensor sampled = scratch("sampled", 0, {2 * B, a}), softplus = scratch("softplus", 0, {2 * B, a});
+  at::tanh_out(squashed, raw_log_std);
+  {
+    const float* s = ptr(squashed);
+    float* ls = ptr(log_std);
+    for (int64_t k = 0; k < n; ++k)
+      ls[k] = static_cast<float>(kLogStdMin + kLogStdScale * (s[k] + 1.0f));
+  }
+  at::exp_out(stdev, log_std);
+  {
+    const float *m = ptr(mean), *sd = ptr(stdev), *e = ptr(noise);
+    float *pre = ptr(pre_tanh), *minus_two_pre = ptr(softplus);
+    for (int64_t k = 0; k < n; ++k) {
+      pre[k] = m[k] + sd[k] * e[k];
+      minus_two_pre[k] = -2.0f * pre[k];
+    }
+  }
+  at::tanh_out(sampled, pre_tanh);
+  at::softplus_out(softplus, softplus, 1.0, 20.0);  // in place: softplus(-2 pre)
   Tensor log_prob = at::empty({2 * B}, options);
   {
     const float *e = ptr(noise), *ls = ptr(log_std), *pre = ptr(pre_tanh), *sp = ptr(softplus);
@@ -255,7 +311,7 @@ Tensor sac_gradients(const Tensor& x, const Tensor& next_x, const Tensor& action
 
   // ---- soft Bellman target from the target critic at (s', a')
   Tensor next_input = scratch("target_input", 0, {B, d + a});
-  copy_columns(ptr(next_input), d + a, 0, ptr(next_x), B, d);
+  copy_columns(ptr(next_input), d + a, 0, next_x, B, d);
   copy_columns(ptr(next_input), d + a, d, ptr(sampled), B, a);
   Tensor next_q = ensemble_forward(target, next_input, nullptr, "target_hidden");  // [n, B]
   Tensor td_target = at::empty({B}, options);
@@ -272,9 +328,9 @@ Tensor sac_gradients(const Tensor& x, const Tensor& next_x, const Tensor& action
 
   // ---- online critic over [(s, a); (s, pi(s))]
   Tensor critic_input = scratch("critic_input", 0, {2 * B, d + a});
-  copy_columns(ptr(critic_input), d + a, 0, ptr(x), B, d);
+  copy_columns(ptr(critic_input), d + a, 0, x, B, d);
   copy_columns(ptr(critic_input), d + a, d, ptr(action), B, a);
-  copy_columns(ptr(critic_input) + B * (d + a), d + a, 0, ptr(x), B, d);
+  copy_columns(ptr(critic_input) + B * (d + a), d + a, 0, x, B, d);
   copy_columns(ptr(critic_input) + B * (d + a), d + a, d, ptr(sampled) + B * a, B, a);
   std::vector<Tensor> critic_hidden;
   Tensor q_all = ensemble_forward(critic, critic_input, &critic_hidden, "critic_hidden");  // [n, 2B]
@@ -371,12 +427,17 @@ Tensor sac_gradients(const Tensor& x, const Tensor& next_x, const Tensor& action
 
 // The actor's action for acting, [N, a] in (-1, 1): tanh(mean + std * noise), or tanh(mean)
 // without noise; the arithmetic of TanhGaussianActor.sample_action / deterministic.
-Tensor sac_act(const Tensor& x, const std::optional<Tensor>& noise, TensorList actor) {
-  check(x, "x");
+Tensor sac_act(const Tensor& obs, const std::optional<Tensor>& goal,
+               const std::optional<Tensor>& noise, TensorList normalizers,
+               at::ArrayRef<double> clips, TensorList actor) {
   for (const Tensor& t : actor) check(t, "parameter");
-  const int64_t N = x.size(0), trunk = (static_cast<int64_t>(actor.size()) - 4) / 2;
-  const int64_t a = actor[2 * trunk].size(0);
-  TORCH_CHECK(x.dim() == 2 && x.size(1) == actor[0].size(1), "x must be [N, in]");
+  const PolicyInput policy_input(normalizers, clips);
+  const int64_t N = obs.size(0), trunk = (static_cast<int64_t>(actor.size()) - 4) / 2;
+  const int64_t a = actor[2 * trunk].size(0), d = actor[0].size(1);
+  TORCH_CHECK(policy_input.obs_dim() + policy_input.goal_dim() == d,
+              "the actor's input must be [observation, goal]");
+  Tensor x = at::empty({N, d}, obs.options());
+  policy_input.write(ptr(x), d, obs, goal);
   if (noise.has_value()) {
     check(*noise, "noise");
     TORCH_CHECK(noise->sizes() == at::IntArrayRef({N, a}), "noise must be [N, act_dim]");
@@ -414,13 +475,16 @@ Tensor sac_act(const Tensor& x, const std::optional<Tensor>& noise, TensorList a
 
 TORCH_LIBRARY(agentic_rl, m) {
   m.def(
-      "sac_gradients(Tensor x, Tensor next_x, Tensor action, Tensor reward, Tensor terminated, "
-      "Tensor noise, Tensor? proto_x, Tensor? proto_action, float proto_weight, "
+      "sac_gradients(Tensor obs, Tensor next_obs, Tensor? goal, Tensor action, Tensor reward, "
+      "Tensor terminated, Tensor noise, Tensor? proto_obs, Tensor? proto_goal, "
+      "Tensor? proto_action, float proto_weight, Tensor[] normalizers, float[] clips, "
       "Tensor[] actor, Tensor(a!)[] actor_grads, Tensor[] critic, Tensor(b!)[] critic_grads, "
       "Tensor[] target_critic, Tensor log_alpha, Tensor(c!) log_alpha_grad, float gamma, "
       "float target_entropy) -> Tensor");
   m.impl("sac_gradients", c10::DispatchKey::CPU, &sac_gradients);
-  m.def("sac_act(Tensor x, Tensor? noise, Tensor[] actor) -> Tensor");
+  m.def(
+      "sac_act(Tensor obs, Tensor? goal, Tensor? noise, Tensor[] normalizers, float[] clips, "
+      "Tensor[] actor) -> Tensor");
   m.def("set_flush_denormal(bool on) -> bool", &set_flush_denormal);
   m.impl("sac_act", c10::DispatchKey::CPU, &sac_act);
 }

@@ -52,8 +52,22 @@ class RunningNormalizer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.enabled:
             return x
-        if self._cache is None or self._cache[0].device != x.device:
-            self._cache = (self.mean.to(x.device, torch.float32),
-                           torch.rsqrt(self.var + self.eps).to(x.device, torch.float32))
-        mean, scale = self._cache
+        mean, scale = self._statistics(x.device)
         return ((x - mean) * scale).clamp(-self.clip, self.clip)
+
+    def _statistics(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """float32 ``(mean, 1 / std)`` on ``device``, cached until the statistics change."""
+        if self._cache is None or self._cache[0].device != device:
+            self._cache = (self.mean.to(device, torch.float32),
+                           torch.rsqrt(self.var + self.eps).to(device, torch.float32))
+        return self._cache
+
+    def affine(self) -> tuple[torch.Tensor, torch.Tensor, float]:
+        """``(mean, scale, clip)`` with ``forward(x) = clamp((x - mean) * scale, -clip, clip)``
+        (float32 CPU tensors; the identity when disabled): for code that normalises by itself,
+        such as the fused SAC update."""
+        if not self.enabled:
+            dim = self.mean.shape[0]
+            return torch.zeros(dim), torch.ones(dim), float("inf")
+        mean, scale = self._statistics(torch.device("cpu"))
+        return mean, scale, float(self.clip)

@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from agentic_rl.algos import sac_fused
-from tests.unit.test_sac_grads import _batch, _learner, _params
+from agentic_rl.algos.sac import SAC, SACConfig
+from agentic_rl.config import AgentConfig
+from tests.unit.test_sac_grads import SPACES, _batch, _learner, _params
 
 
 def test_fused_update_is_used_by_default_and_deterministic():
@@ -39,21 +41,22 @@ def test_a_failed_build_warns_once_and_falls_back_to_python(monkeypatch):
 def test_bad_inputs_raise_clear_errors():
     learner, batch = _learner("sac", fused=True), _batch()
     learner.update(batch)
-    x = learner.policy_input(batch["obs"], batch["desired_goal"])
+    fused = learner.fused()
     with pytest.raises(RuntimeError, match="reward must be"):
-        learner.fused().gradients({**batch, "reward": batch["reward"][:-1]}, x, x, None)
-    with pytest.raises(RuntimeError, match="critic's input"):
-        learner.fused().gradients(batch, x[:, :5], x[:, :5], None)
+        fused.gradients({**batch, "reward": batch["reward"][:-1]}, None, 0.0)
+    with pytest.raises(RuntimeError, match=r"observations must be \[rows, 6\]"):
+        fused.gradients({**batch, "obs": batch["obs"][:, :5], "next_obs": batch["next_obs"][:, :5]},
+                        None, 0.0)
+    with pytest.raises(RuntimeError, match="prototype actions"):
+        fused.gradients(batch, {**_batch(prototypes=8)["prototype"], "action": torch.zeros(8, 3)},
+                        0.5)
     with pytest.raises(RuntimeError, match="contiguous float32"):
-        torch.ops.agentic_rl.sac_gradients(
-            x.t().contiguous().t(), x, batch["action"], batch["reward"], batch["terminated"],
-            torch.zeros(32, 4), None, None, 0.0, *_lists(learner), learner.log_alpha.detach(),
-            torch.zeros(()), 0.9, -4.0)
-
-
-def _lists(learner) -> list[list[torch.Tensor]]:
-    actor, critic, target = sac_fused.parameter_lists(learner)
-    return [actor, [p.grad for p in actor], critic, [p.grad for p in critic], target]
+        fused.gradients_op(
+            batch["obs"].t().contiguous().t(), batch["next_obs"], batch["desired_goal"],
+            batch["action"], batch["reward"], batch["terminated"], torch.zeros(32, 4), None, None,
+            None, 0.0, *fused.normalizers(), fused.actor, fused.grads[:len(fused.actor)],
+            fused.critic, fused.grads[len(fused.actor):-1], fused.target,
+            learner.log_alpha.detach(), torch.zeros(()), 0.9, -4.0)
 
 
 @pytest.mark.parametrize("deterministic", [True, False])
@@ -79,3 +82,27 @@ def test_denormals_are_flushed_inside_the_block_only():
             pass
         assert (tiny * 1.0).item() == 0.0
     assert (tiny * 1.0).item() == pytest.approx(1e-39)
+
+
+@pytest.mark.parametrize("variant", ["no goal", "no normalisation"])
+def test_fused_update_without_goals_or_normalisers_matches_python(variant):
+    spaces = {**SPACES, "goal_dim": 0} if variant == "no goal" else SPACES
+    normalize = (False, False) if variant == "no normalisation" else (True, True)
+    learners = []
+    for fused in (True, False):
+        torch.manual_seed(0)
+        agent = AgentConfig(hidden_sizes=[16, 16], fused_update=fused)
+        learner = SAC(SACConfig(batch_size=16), agent, spaces, normalize=normalize)
+        learner.observe({"observation": torch.randn(40, 6) * 3, "desired_goal": torch.randn(40, 3),
+                         "achieved_goal": torch.randn(40, 3)})
+        learners.append(learner)
+    batch = _batch()
+    if variant == "no goal":
+        del batch["desired_goal"]
+    for _ in range(3):
+        ours, theirs = (learner.update(batch) for learner in learners)
+        assert ours == pytest.approx(theirs, rel=1e-4, abs=1e-5)
+    obs = {"observation": batch["obs"][:3], "desired_goal": torch.randn(3, 3)}
+    assert torch.allclose(learners[0].act(obs)[0], learners[1].act(obs)[0], atol=1e-5)
+    for a, b in zip(_params(learners[0]), _params(learners[1]), strict=True):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)

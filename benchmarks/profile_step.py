@@ -3,6 +3,10 @@ update. Wall-clock per phase over N steps after a warm-up, on FetchReach-v4.
 
     python benchmarks/profile_step.py --net 64,64 --steps 500 [--algo opd] [--json FILE]
     python benchmarks/profile_step.py --net 256,256 --update-parts   # also split the update
+    python benchmarks/profile_step.py --net 64,64 --python-update    # sac_grads, not the C++ call
+
+``--update-parts`` times the parts of the Python gradient path (``sac_grads``), so it implies
+``--python-update``; the fused C++ update (the default) is one call.
 """
 
 from __future__ import annotations
@@ -48,14 +52,15 @@ def time_update_parts(algo, seconds: dict[str, float]) -> None:
         setattr(sac_grads, attribute, timed(name, getattr(sac_grads, attribute)))
     sac_grads.sac_gradients = timed("sac_gradients", sac_grads.sac_gradients)
     algo.target_critic.forward = timed("target critic forward", algo.target_critic.forward)
-    algo.optimizer.step = timed("optimiser step", algo.optimizer.step)
+    algo.optimizer.apply_gradients = timed("optimiser step", algo.optimizer.apply_gradients)
 
 
 def profile(net: list[int], steps: int, algo: str, warmup: int = 300,
-            update_parts: bool = False) -> tuple[dict[str, float], dict[str, float]]:
+            update_parts: bool = False, python_update: bool = False
+            ) -> tuple[dict[str, float], dict[str, float]]:
     folder = tempfile.mkdtemp()
     extra = {"prototype_batch_size": 256} if algo == "opd" else {}
-    agent = {"hidden_sizes": net}
+    agent = {"hidden_sizes": net, "fused_update": not (python_update or update_parts)}
     if algo == "opd":
         agent["prototype_data_path"] = str(Path(folder) / "demos.npz")
     config = validate_config({
@@ -105,12 +110,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--algo", default="sac", choices=("sac", "opd"))
     parser.add_argument("--update-parts", action="store_true",
-                        help="also time the parts of the update (hand-written gradient path)")
+                        help="also time the parts of the update (Python gradient path)")
+    parser.add_argument("--python-update", action="store_true",
+                        help="the Python gradients (sac_grads) instead of the fused C++ call")
     parser.add_argument("--json")
     args = parser.parse_args()
     torch.set_num_threads(1)
     net = [int(x) for x in args.net.split(",")]
-    ms, parts = profile(net, args.steps, args.algo, update_parts=args.update_parts)
+    ms, parts = profile(net, args.steps, args.algo, update_parts=args.update_parts,
+                        python_update=args.python_update)
     total = sum(ms.values())
     print(markdown_table(["phase", "ms per env step", "share"],
                          [[k, f"{v:.2f}", f"{v / total:.0%}"] for k, v in ms.items()]
@@ -120,7 +128,8 @@ def main() -> None:
         print(markdown_table(["part of the update", "ms"],
                              [[k, f"{v:.2f}"] for k, v in parts.items()]))
     print(f"\nload average {os.getloadavg()[0]:.2f}")
-    write_json(args.json, {"net": net, "algo": args.algo, "ms_per_step": ms, "total_ms": total,
+    write_json(args.json, {"net": net, "algo": args.algo, "python_update": args.python_update,
+                           "ms_per_step": ms, "total_ms": total,
                            "update_parts_ms": parts, "load_average": os.getloadavg()[0]})
 
 

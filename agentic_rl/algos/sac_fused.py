@@ -1,14 +1,16 @@
-"""SAC's (and OPD's MSE distillation's) gradients as one C++ call.
+"""SAC's (and OPD's MSE distillation's) update and acting as one C++ call each.
 
 ``sac_grads`` writes the backward pass out by hand, but it still issues about 600 tensor
 operations per update from Python, and at [64,64] that dispatch, not arithmetic, is most of
-the update's time. ``csrc/sac_update.cpp`` does the same arithmetic in one call: the matrix
-products go to ATen (MKL) as before, and the elementwise parts over ``[2B, act_dim]`` and
-``[num_q, 2B]`` values are plain loops. The noise is drawn here, from the learner's generator,
-exactly as ``sac_grads`` draws it, so the random stream and the learning curve stay the same
-(the numbers agree to float rounding: the C++ sums in a different order). Acting goes through
-C++ too (``FusedSAC.act``): the actor's forward for one env step is a handful of tiny
-products, cheaper without a dozen module calls around them.
+the update's time. ``csrc/sac_update.cpp`` does the same arithmetic in one call from the raw
+batch: normalisation, every matrix product as one BLAS ``sgemm`` on raw pointers (the BLAS
+torch links, MKL on x86), bias, ReLU and their backward passes as loops, ATen's vectorised
+kernels for the tanh-Gaussian's ``tanh``/``exp``/``softplus``, activations in scratch buffers
+kept between calls. The noise is drawn here, from the learner's generator, exactly as
+``sac_grads`` draws it, so the random stream and the learning curve stay the same (the numbers
+agree to float rounding: the C++ sums in a different order). Acting goes through C++ too
+(``FusedSAC.act``): one env step's actor forward is a few tiny products, cheaper without a
+dozen module calls around them. ``SAC.update`` runs inside ``denormals_flushed``.
 
 The extension is compiled on first use with ``torch.utils.cpp_extension`` (a C++ compiler and
 ``ninja`` are needed; about 15 s once per machine, cached under ``TORCH_EXTENSIONS_DIR`` or
@@ -21,8 +23,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import warnings
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import torch

@@ -36,6 +36,11 @@ class ReplayBuffer:
         self.current_start = torch.zeros(num_envs, dtype=torch.long)
         self.pos, self.full = 0, False
         self._valid: torch.Tensor | None = None  # flat indices of sampleable rows (cached)
+        # [capacity * num_envs, ...] views: a flat index row * num_envs + env gathers a row
+        # with one index_select (the storage is written in place, never reallocated)
+        self._flat = {name: self.storage[name].flatten(0, 1) for name in FIELDS}
+        self._flat_start = self.episode_start.view(-1)
+        self._flat_length = self.episode_length.view(-1)
 
     def __len__(self) -> int:
         return (self.capacity if self.full else self.pos) * self.num_envs
@@ -116,18 +121,20 @@ class ReplayBuffer:
             raise RuntimeError("no finished episode in the replay buffer yet; raise "
                                "training.learning_starts above one episode length")
         flat = valid[torch.randint(valid.numel(), (batch_size,), generator=generator)]
-        rows, envs = flat // self.num_envs, flat % self.num_envs
-        # storage is [capacity, num_envs, ...]: row-major position rows * num_envs + envs = flat
-        batch = {name: self.storage[name].flatten(0, 1).index_select(0, flat) for name in FIELDS}
+        batch = {name: self._flat[name].index_select(0, flat) for name in FIELDS}
         if her_strategy != "none" and relabel_ratio > 0:
             if reward_fn is None:
                 raise ValueError("HER relabelling needs a reward_fn")
-            start, length = self.episode_start[rows, envs], self.episode_length[rows, envs]
+            start = self._flat_start.index_select(0, flat)
+            length = self._flat_length.index_select(0, flat)
+            rows = flat // self.num_envs if self.num_envs > 1 else flat
             offset = (rows - start) % self.capacity
             goal_offset = relabel_offsets(her_strategy, offset, length, generator)
-            goal_rows = (start + goal_offset) % self.capacity
+            goal_flat = (start + goal_offset) % self.capacity
+            if self.num_envs > 1:
+                goal_flat = goal_flat * self.num_envs + flat % self.num_envs
             relabel = torch.rand(batch_size, generator=generator) < relabel_ratio
-            new_goal = self.storage["next_achieved_goal"][goal_rows, envs]
+            new_goal = self._flat["next_achieved_goal"].index_select(0, goal_flat)
             batch["desired_goal"] = torch.where(relabel[:, None], new_goal, batch["desired_goal"])
             batch["reward"] = reward_fn(batch["next_achieved_goal"], batch["desired_goal"])
             if success_fn is not None:  # envs that end an episode when the goal is reached

@@ -35,6 +35,8 @@ class PrototypeBuffer:
         self._flat: dict[str, torch.Tensor] | None = None
 
     def __len__(self) -> int:
+        if self._flat is not None:
+            return int(self._flat["action"].shape[0])
         return sum(int(ep["action"].shape[0]) for ep in self.episodes)
 
     def count(self, source: str) -> int:
@@ -90,7 +92,7 @@ class PrototypeBuffer:
             index = torch.randint(flat["action"].shape[0], (batch_size,), generator=generator)
         else:
             index = torch.multinomial(weights, batch_size, replacement=True, generator=generator)
-        return {k: flat[k][index] for k in ("obs", "desired_goal", "action")}
+        return {k: flat[k].index_select(0, index) for k in ("obs", "desired_goal", "action")}
 
     def _transition_weights(self, flat, current_goals):
         """Per-transition sampling weights, or ``None`` for uniform."""

@@ -8,6 +8,8 @@ normalised with the same statistics as real ones.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import nn
 
@@ -68,6 +70,12 @@ class RunningNormalizer(nn.Module):
         such as the fused SAC update."""
         if not self.enabled:
             dim = self.mean.shape[0]
-            return torch.zeros(dim), torch.ones(dim), float("inf")
+            return *self._identity(dim), float("inf")
         mean, scale = self._statistics(torch.device("cpu"))
         return mean, scale, float(self.clip)
+
+    @staticmethod
+    @functools.cache
+    def _identity(dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(zeros, ones)`` of size ``dim``, made once per size (never written to)."""
+        return torch.zeros(dim), torch.ones(dim)

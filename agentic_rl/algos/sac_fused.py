@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import shutil
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,6 +54,9 @@ def available() -> bool:
 def build() -> None:
     """Compile (or find in torch's extension cache) and load ``csrc/sac_update.cpp``."""
     from torch.utils.cpp_extension import load
+    if shutil.which("ninja") is None:  # torch runs `ninja`; the pip package's may be off PATH
+        import ninja
+        os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
     logging.getLogger(__name__).info("building %s (once per machine)", SOURCE.name)
     load("agentic_rl_sac_update", [str(SOURCE)], is_python_module=False, extra_cflags=["-O3"])
 

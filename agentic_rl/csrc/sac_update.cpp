@@ -1,11 +1,12 @@
 // SAC's (and OPD's MSE distillation's) gradients in one call: the arithmetic of
-// agentic_rl/algos/sac_grads.py without its ~600 tensor operations. Every matrix product is one
-// BLAS sgemm on raw pointers (the BLAS torch links, MKL on x86); bias, ReLU, ReLU-backward and
-// bias-gradient sums are plain loops over the products' outputs; the tanh-Gaussian's
-// transcendental functions use ATen's vectorised kernels on [2B, a] tensors.
+// agentic_rl/algos/sac_grads.py without its ~600 tensor operations, from the raw batch. The
+// observations are normalised here; every matrix product is one BLAS sgemm on raw pointers
+// (the BLAS torch links, MKL on x86); bias, ReLU, ReLU-backward and bias-gradient sums are
+// plain loops over the products' outputs; the tanh-Gaussian's transcendental functions use
+// ATen's vectorised kernels on [2B, a] tensors.
 //
-// Registered as torch.ops.agentic_rl.sac_gradients and sac_act (the actor's forward for acting);
-// agentic_rl/algos/sac_fused.py builds this file and documents the arguments. float32,
+// Registered as torch.ops.agentic_rl.sac_gradients, sac_act (the actor's forward for acting)
+// and set_flush_denormal; agentic_rl/algos/sac_fused.py builds this file and calls them. float32,
 // contiguous CPU tensors only. Layouts: actor nn.Linear weights [out, in]; ensemble
 // (EnsembleLinear) weights [n, in, out], biases [n, 1, out].
 #include <ATen/ATen.h>
@@ -96,9 +97,9 @@ bool set_flush_denormal(bool on) {
 #endif
 }
 
-// Scratch tensors kept from one call to the next, one per (use, shape): freshly allocated
-// activations of a few MB come back from the allocator as new pages, and their page faults
-// cost as much as a tenth of the update. `use` and `index` (a layer) name the buffer's role.
+// Scratch tensors kept from one call to the next, one per (use, layer, shape): freshly
+// allocated activations of a few MB come back from the allocator as new pages, and their page
+// faults cost about a fifth of the [256,256] call. `use` and `index` name the buffer's role.
 Tensor scratch(const char* use, int64_t index, at::IntArrayRef shape) {
   using Key = std::pair<std::pair<const char*, int64_t>, std::vector<int64_t>>;
   thread_local std::map<Key, Tensor> buffers;

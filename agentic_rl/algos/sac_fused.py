@@ -21,9 +21,10 @@ False, and SAC keeps using ``sac_grads``.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import shutil
+import sys
+import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,8 +58,15 @@ def build() -> None:
     if shutil.which("ninja") is None:  # torch runs `ninja`; the pip package's may be off PATH
         import ninja
         os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
-    logging.getLogger(__name__).info("building %s (once per machine)", SOURCE.name)
-    load("agentic_rl_sac_update", [str(SOURCE)], is_python_module=False, extra_cflags=["-O3"])
+    # A cached build loads in a fraction of a second; say so only when it is compiling.
+    notice = threading.Timer(2.0, lambda: print(
+        f"agentic-rl: compiling {SOURCE.name} (once per machine, about 15 s)", file=sys.stderr,
+        flush=True))
+    notice.start()
+    try:
+        load("agentic_rl_sac_update", [str(SOURCE)], is_python_module=False, extra_cflags=["-O3"])
+    finally:
+        notice.cancel()
 
 
 def supports(sac: Any) -> bool:

@@ -136,39 +136,84 @@ Tensor ensemble_forward(TensorList params, const Tensor& z, std::vector<Tensor>*
   return input.view({members, rows});
 }
 
+// row = g * w where the layer's output h was positive, 0 elsewhere (through a one-output layer
+// and its input's ReLU).
+VECTORISED void masked_scale(float* row, const float* h, float g, const float* w, int64_t n) {
+  for (int64_t c = 0; c < n; ++c) row[c] = h[c] > 0.0f ? g * w[c] : 0.0f;
+}
+
 // Backward of the ensemble from dL/dq [n, R]: weight and bias gradients from the first `rows`
 // rows only (written into grads), and dL/d(trailing act_dim input columns) of the other rows,
 // summed over members: [R - rows, act_dim].
+
 Tensor ensemble_backward(TensorList params, TensorList grads, const Tensor& z,
                          const std::vector<Tensor>& hidden, const Tensor& grad_q, int64_t rows,
                          int64_t act_dim) {
   const int64_t layers = static_cast<int64_t>(params.size()) / 2;
   const int64_t members = params[0].size(0), total = z.size(0);
-  Tensor grad = grad_q;  // [n, R, out] with out = 1
-  Tensor grad_action = at::empty({total - rows, act_dim}, z.options());
+  TORCH_CHECK(params[2 * layers - 2].size(2) == 1, "the ensemble's last layer must have 1 output");
+  Tensor grad = grad_q;  // [n, grad_rows, out]; the weights learn from its first `rows` rows
+  int64_t grad_rows = total;
   for (int64_t k = layers - 1; k >= 0; --k) {
     const int64_t width = params[2 * k].size(1), out = params[2 * k].size(2);
-    const float* weight = ptr(params[2 * k]);
-    Tensor grad_input = k > 0 ? scratch("critic_grad", k, {members, total, width}) : Tensor();
+    Tensor grad_input = k > 0 ? scratch("critic_grad", k, {members, rows, width}) : Tensor();
     for (int64_t i = 0; i < members; ++i) {
       const float* input = k == 0 ? ptr(z) : ptr(hidden[k - 1]) + i * total * width;
-      const float* member_grad = ptr(grad) + i * total * out;
-      const float* member_weight = weight + i * width * out;
+      const float* member_grad = ptr(grad) + i * grad_rows * out;
       gemm(true, false, width, out, rows, input, width, member_grad, out, 0.0f,
            ptr(grads[2 * k]) + i * width * out, out);
       column_sums(member_grad, rows, out, ptr(grads[2 * k + 1]) + i * out);
       if (k > 0) {
-        float* below = ptr(grad_input) + i * total * width;
-        gemm(false, true, total, width, out, member_grad, out, member_weight, out, 0.0f, below,
-             width);
-        relu_backward(below, input, total * width);
-      } else {  // the action columns are the last act_dim rows of the first layer's weight
-        gemm(false, true, total - rows, act_dim, out, member_grad + rows * out, out,
-             member_weight + (width - act_dim) * out, out, i == 0 ? 0.0f : 1.0f,
-             ptr(grad_action), act_dim);
+        float* below = ptr(grad_input) + i * rows * width;
+        gemm(false, true, rows, width, out, member_grad, out,
+             ptr(params[2 * k]) + i * width * out, out, 0.0f, below, width);
+        relu_backward(below, input, rows * width);
       }
     }
     grad = grad_input;
+    grad_rows = rows;
+  }
+  // The action gradient of the other rows. There a member's dL/dq is zero except on the rows
+  // where it is the minimum (the actor loss reads min_i Q_i), so each member back-propagates
+  // only its own rows: half the products of a dense pass with twin critics.
+  Tensor grad_action = scratch("critic_grad_action", 0, {total - rows, act_dim});
+  std::fill(ptr(grad_action), ptr(grad_action) + (total - rows) * act_dim, 0.0f);
+  std::vector<int64_t> picked;
+  picked.reserve(total - rows);
+  for (int64_t i = 0; i < members; ++i) {
+    const float* member_grad_q = ptr(grad_q) + i * total + rows;
+    picked.clear();
+    for (int64_t r = 0; r < total - rows; ++r)
+      if (member_grad_q[r] != 0.0f) picked.push_back(r);
+    const int64_t count = static_cast<int64_t>(picked.size());
+    if (count == 0) continue;
+    int64_t width = params[2 * layers - 2].size(1);
+    const float* top_weight = ptr(params[2 * layers - 2]) + i * width;
+    Tensor compact = scratch("critic_compact", layers - 1, {total - rows, width});
+    const float* top_input = ptr(hidden[layers - 2]) + (i * total + rows) * width;
+    for (int64_t j = 0; j < count; ++j)
+      masked_scale(ptr(compact) + j * width, top_input + picked[j] * width,
+                   member_grad_q[picked[j]], top_weight, width);
+    for (int64_t k = layers - 2; k >= 1; --k) {
+      const int64_t below_width = params[2 * k].size(1);
+      Tensor below = scratch("critic_compact", k, {total - rows, below_width});
+      gemm(false, true, count, below_width, width, ptr(compact), width,
+           ptr(params[2 * k]) + i * below_width * width, width, 0.0f, ptr(below), below_width);
+      const float* input = ptr(hidden[k - 1]) + (i * total + rows) * below_width;
+      for (int64_t j = 0; j < count; ++j)
+        relu_backward(ptr(below) + j * below_width, input + picked[j] * below_width, below_width);
+      compact = below;
+      width = below_width;
+    }
+    const int64_t in_features = params[0].size(1);
+    Tensor member_action = scratch("critic_compact_action", 0, {total - rows, act_dim});
+    gemm(false, true, count, act_dim, width, ptr(compact), width,
+         ptr(params[0]) + (i * in_features + in_features - act_dim) * width, width, 0.0f,
+         ptr(member_action), act_dim);
+    float* ga = ptr(grad_action);
+    const float* ma = ptr(member_action);
+    for (int64_t j = 0; j < count; ++j)
+      for (int64_t c = 0; c < act_dim; ++c) ga[picked[j] * act_dim + c] += ma[j * act_dim + c];
   }
   return grad_action;
 }
@@ -334,7 +379,8 @@ Tensor sac_gradients(const Tensor& obs, const Tensor& next_obs, const std::optio
   copy_columns(ptr(critic_input) + B * (d + a), d + a, 0, x, B, d);
   copy_columns(ptr(critic_input) + B * (d + a), d + a, d, ptr(sampled) + B * a, B, a);
   std::vector<Tensor> critic_hidden;
-  Tensor q_all = ensemble_forward(critic, critic_input, &critic_hidden, "critic_hidden");  // [n, 2B]
+  // q [n, 2B]
+  Tensor q_all = ensemble_forward(critic, critic_input, &critic_hidden, "critic_hidden");
 
   // ---- losses and dL/dQ: the critic loss on the first half, -min_i Q_i(s, pi(s)) / B on the
   // second

@@ -54,8 +54,14 @@ def mlp_flops(batch: int, dims: list[int], weight_grad: bool, input_grad: str) -
 
 
 def update_flops(obs_dim: int, act_dim: int, hidden: list[int], batch: int,
-                 num_q: int = 2) -> dict[str, int]:
-    """FLOPs of one SAC update, by part. ``obs_dim`` includes the goal."""
+                 num_q: int = 2, action_grad_members: int | None = None) -> dict[str, int]:
+    """FLOPs of one SAC update, by part. ``obs_dim`` includes the goal.
+
+    ``action_grad_members``: through how many critic members each row's actor-loss gradient is
+    propagated: all ``num_q`` when written out densely (the Python gradients, the default), 1
+    when only the member that gives min_i Q_i(s, pi(s)) is (the fused update; the others'
+    gradient is zero)."""
+    members = num_q if action_grad_members is None else action_grad_members
     actor = [obs_dim, *hidden]  # trunk; the mean and log-std heads are added below
     critic = [obs_dim + act_dim, *hidden, 1]
 
@@ -66,14 +72,16 @@ def update_flops(obs_dim: int, act_dim: int, hidden: list[int], batch: int,
 
     # The actor-loss pass through the critic needs gradients only w.r.t. the action: its first
     # layer's input gradient is counted for the action columns only.
-    action_input_grad = 2 * batch * act_dim * hidden[0] * num_q
+    action_input_grad = 2 * batch * act_dim * hidden[0] * members
+    critic_forward = mlp_flops(batch, critic, False, "none")
+    hidden_input_grads = mlp_flops(batch, critic, False, "hidden") - critic_forward
     return {
         "actor on s' (no grad)": actor_flops(False, "none"),
         "target critic on (s', a')": num_q * mlp_flops(batch, critic, False, "none"),
         "critic on (s, a), fwd + bwd": num_q * mlp_flops(batch, critic, True, "hidden"),
         "actor on s, fwd + bwd": actor_flops(True, "hidden"),
         "critic on (s, pi(s)), fwd + grad wrt a":
-            num_q * mlp_flops(batch, critic, False, "hidden") + action_input_grad,
+            num_q * critic_forward + members * hidden_input_grads + action_input_grad,
     }
 
 
@@ -178,8 +186,9 @@ def main() -> None:
         return
     torch.set_num_threads(args.threads)
     spaces = run.algo.actor.trunk[0].in_features, run.algo.actor.mean_head.out_features
+    fused = run.algo.fused() is not None  # the fused update back-propagates one member per row
     parts = update_flops(spaces[0], spaces[1], args.hidden, args.batch,
-                         run.algo.config.num_q)
+                         run.algo.config.num_q, 1 if fused else None)
     flops = sum(parts.values())
     spinners = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.busy)]
     for process in spinners:
@@ -206,11 +215,13 @@ def main() -> None:
         [[args.hidden, args.batch, args.threads, args.busy, f"{median['matmul_gflops']:.1f}",
           f"{median['floor_updates_per_s']:.1f}", f"{median['ours_updates_per_s']:.1f}",
           f"{1000 / median['ours_updates_per_s']:.2f}", f"{median['fraction']:.2f}"]]))
-    print(f"\nload average {os.getloadavg()[0]:.2f}; fractions per round: "
+    print(f"\nupdate: {'fused C++ call' if fused else 'Python gradients (sac_grads)'}; "
+          f"load average {os.getloadavg()[0]:.2f}; fractions per round: "
           + ", ".join(f"{r['fraction']:.2f}" for r in rounds))
     write_json(args.json, {"env": ENV_ID, "hidden": args.hidden, "batch": args.batch,
                            "threads": args.threads, "busy": args.busy,
-                           "flops_per_update": flops, "flops_by_part": parts,
+                           "fused_update": fused, "flops_per_update": flops,
+                           "flops_by_part": parts,
                            "median": median, "rounds": rounds,
                            "load_average": os.getloadavg()[0]})
 

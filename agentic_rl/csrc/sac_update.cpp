@@ -311,12 +311,24 @@ Tensor sac_gradients(const Tensor& obs, const Tensor& next_obs, const std::optio
   }
   const Tensor& hidden = actor_acts.back();
   const int64_t h = hidden.size(1);
-  const Tensor &mean_w = actor[2 * trunk], &std_w = actor[2 * trunk + 2];
-  Tensor mean = at::empty({R, a}, options), raw_log_std = at::empty({2 * B, a}, options);
-  gemm(false, true, R, a, h, ptr(hidden), h, ptr(mean_w), h, 0.0f, ptr(mean), a);
-  add_bias(ptr(mean), ptr(actor[2 * trunk + 1]), R, a, false);
-  gemm(false, true, 2 * B, a, h, ptr(hidden), h, ptr(std_w), h, 0.0f, ptr(raw_log_std), a);
-  add_bias(ptr(raw_log_std), ptr(actor[2 * trunk + 3]), 2 * B, a, false);
+  // Both heads in one product, transposed: [W_mean; W_log_std] [2a, h] @ hidden^T -> [2a, R].
+  // BLAS is several times faster with 2a rows than with a columns (30 against 2 x 43 us at
+  // [256,256]).
+  Tensor head_weight = scratch("head_weight", 0, {2 * a, h});
+  std::memcpy(ptr(head_weight), ptr(actor[2 * trunk]), a * h * sizeof(float));
+  std::memcpy(ptr(head_weight) + a * h, ptr(actor[2 * trunk + 2]), a * h * sizeof(float));
+  Tensor heads = scratch("heads", 0, {2 * a, R});
+  gemm(false, true, 2 * a, R, h, ptr(head_weight), h, ptr(hidden), h, 0.0f, ptr(heads), R);
+  Tensor mean = scratch("mean", 0, {R, a}), raw_log_std = scratch("raw_log_std", 0, {2 * B, a});
+  {
+    const float *mean_bias = ptr(actor[2 * trunk + 1]), *std_bias = ptr(actor[2 * trunk + 3]);
+    const float* out = ptr(heads);
+    float *m = ptr(mean), *raw = ptr(raw_log_std);
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t j = 0; j < a; ++j) m[r * a + j] = out[j * R + r] + mean_bias[j];
+    for (int64_t r = 0; r < 2 * B; ++r)
+      for (int64_t j = 0; j < a; ++j) raw[r * a + j] = out[(a + j) * R + r] + std_bias[j];
+  }
 
   // ---- tanh-Gaussian over [s'; s]: ATen's vectorised tanh/exp/softplus into scratch buffers,
   // the arithmetic between them in loops
@@ -407,20 +419,23 @@ Tensor sac_gradients(const Tensor& obs, const Tensor& next_obs, const std::optio
   Tensor grad_action =
       ensemble_backward(critic, critic_grads, critic_input, critic_hidden, grad_q, B, a);
 
-  // ---- through the tanh-Gaussian (and the distillation term) to the heads' outputs:
+  // ---- through the tanh-Gaussian (and the distillation term) to the heads' outputs
+  // [B + P, 2a] (mean, then pre-tanh log-std; no log-std gradient on prototype rows):
   // d log pi / d pre-tanh = 2 tanh(pre-tanh)
-  Tensor grad_mean = at::empty({B + P, a}, options), grad_std = at::empty({B, a}, options);
+  const int64_t rows = B + P;
+  Tensor grad_heads = scratch("grad_heads", 0, {rows, 2 * a});
   double entropy_error = 0.0, std_sum = 0.0, distill = 0.0;
   {
     const float coef = static_cast<float>(alpha / B);  // dL/d log pi per row
     const float *ga = ptr(grad_action), *act = ptr(sampled) + B * a, *sd = ptr(stdev) + B * a;
     const float *e = ptr(noise) + B * a, *s = ptr(squashed) + B * a, *lp = ptr(log_prob) + B;
-    float *gm = ptr(grad_mean), *gs = ptr(grad_std);
+    float* gh = ptr(grad_heads);
     for (int64_t k = 0; k < B * a; ++k) {
       const float pre = ga[k] * (1.0f - act[k] * act[k]) + 2.0f * coef * act[k];
-      gm[k] = pre;
-      gs[k] = (pre * sd[k] * e[k] - coef) * static_cast<float>(kLogStdScale) *
-              (1.0f - s[k] * s[k]);
+      float* row = gh + (k / a) * 2 * a;
+      row[k % a] = pre;
+      row[a + k % a] = (pre * sd[k] * e[k] - coef) * static_cast<float>(kLogStdScale) *
+                       (1.0f - s[k] * s[k]);
       std_sum += sd[k];
     }
     for (int64_t b = 0; b < B; ++b) entropy_error += (lp[b] + target_entropy) / B;
@@ -431,21 +446,26 @@ Tensor sac_gradients(const Tensor& obs, const Tensor& next_obs, const std::optio
       for (int64_t k = 0; k < P * a; ++k) {
         const float difference = det[k] - target_action[k];
         distill += static_cast<double>(difference) * difference / (P * a);
-        gm[B * a + k] = difference * scale * (1.0f - det[k] * det[k]);
+        float* row = gh + (B + k / a) * 2 * a;
+        row[k % a] = difference * scale * (1.0f - det[k] * det[k]);
+        row[a + k % a] = 0.0f;
       }
     }
   }
 
   // ---- actor backward over the rows [s; prototype states]
-  const int64_t rows = B + P;
   const float* top = ptr(hidden) + B * h;
-  gemm(true, false, a, h, rows, ptr(grad_mean), a, top, h, 0.0f, ptr(actor_grads[2 * trunk]), h);
-  column_sums(ptr(grad_mean), rows, a, ptr(actor_grads[2 * trunk + 1]));
-  gemm(true, false, a, h, B, ptr(grad_std), a, top, h, 0.0f, ptr(actor_grads[2 * trunk + 2]), h);
-  column_sums(ptr(grad_std), B, a, ptr(actor_grads[2 * trunk + 3]));
+  Tensor head_grads = scratch("head_grads", 0, {2 * a, h}), head_bias_grads = scratch(
+      "head_bias_grads", 0, {2 * a});
+  gemm(true, false, 2 * a, h, rows, ptr(grad_heads), 2 * a, top, h, 0.0f, ptr(head_grads), h);
+  column_sums(ptr(grad_heads), rows, 2 * a, ptr(head_bias_grads));
+  std::memcpy(ptr(actor_grads[2 * trunk]), ptr(head_grads), a * h * sizeof(float));
+  std::memcpy(ptr(actor_grads[2 * trunk + 2]), ptr(head_grads) + a * h, a * h * sizeof(float));
+  std::memcpy(ptr(actor_grads[2 * trunk + 1]), ptr(head_bias_grads), a * sizeof(float));
+  std::memcpy(ptr(actor_grads[2 * trunk + 3]), ptr(head_bias_grads) + a, a * sizeof(float));
   Tensor grad = scratch("actor_grad", trunk, {rows, h});
-  gemm(false, false, rows, h, a, ptr(grad_mean), a, ptr(mean_w), h, 0.0f, ptr(grad), h);
-  gemm(false, false, B, h, a, ptr(grad_std), a, ptr(std_w), h, 1.0f, ptr(grad), h);
+  gemm(false, false, rows, h, 2 * a, ptr(grad_heads), 2 * a, ptr(head_weight), h, 0.0f, ptr(grad),
+       h);
   relu_backward(ptr(grad), top, rows * h);
   for (int64_t l = trunk - 1; l >= 0; --l) {
     const int64_t out = actor[2 * l].size(0), width = actor[2 * l].size(1);

@@ -74,6 +74,19 @@ VECTORISED void relu_backward(float* grad, const float* output, int64_t count) {
   for (int64_t k = 0; k < count; ++k) grad[k] = output[k] > 0.0f ? grad[k] : 0.0f;
 }
 
+// ReLU backward in place over grad [rows, cols], summing the result's columns into sums (the
+// bias gradient of the layer below, in the same pass).
+VECTORISED void relu_backward_sums(float* grad, const float* output, int64_t rows, int64_t cols,
+                                   float* sums) {
+  std::fill(sums, sums + cols, 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      const float g = output[r * cols + j] > 0.0f ? grad[r * cols + j] : 0.0f;
+      grad[r * cols + j] = g;
+      sums[j] += g;
+    }
+}
+
 // sums[j] = sum_r grad[r, j] over `rows` rows of length `cols` (a bias gradient).
 VECTORISED void column_sums(const float* grad, int64_t rows, int64_t cols, float* sums) {
   std::fill(sums, sums + cols, 0.0f);
@@ -160,14 +173,17 @@ Tensor ensemble_backward(TensorList params, TensorList grads, const Tensor& z,
     for (int64_t i = 0; i < members; ++i) {
       const float* input = k == 0 ? ptr(z) : ptr(hidden[k - 1]) + i * total * width;
       const float* member_grad = ptr(grad) + i * grad_rows * out;
+      const float* member_weight = ptr(params[2 * k]) + i * width * out;
       gemm(true, false, width, out, rows, input, width, member_grad, out, 0.0f,
            ptr(grads[2 * k]) + i * width * out, out);
-      column_sums(member_grad, rows, out, ptr(grads[2 * k + 1]) + i * out);
+      if (k == layers - 1)  // lower layers' bias gradients come with the ReLU backward below
+        column_sums(member_grad, rows, out, ptr(grads[2 * k + 1]) + i * out);
       if (k > 0) {
         float* below = ptr(grad_input) + i * rows * width;
-        gemm(false, true, rows, width, out, member_grad, out,
-             ptr(params[2 * k]) + i * width * out, out, 0.0f, below, width);
-        relu_backward(below, input, rows * width);
+        float* below_bias_grad = ptr(grads[2 * k - 1]) + i * width;
+        gemm(false, true, rows, width, out, member_grad, out, member_weight, out, 0.0f, below,
+             width);
+        relu_backward_sums(below, input, rows, width, below_bias_grad);
       }
     }
     grad = grad_input;
@@ -466,18 +482,17 @@ Tensor sac_gradients(const Tensor& obs, const Tensor& next_obs, const std::optio
   Tensor grad = scratch("actor_grad", trunk, {rows, h});
   gemm(false, false, rows, h, 2 * a, ptr(grad_heads), 2 * a, ptr(head_weight), h, 0.0f, ptr(grad),
        h);
-  relu_backward(ptr(grad), top, rows * h);
+  relu_backward_sums(ptr(grad), top, rows, h, ptr(actor_grads[2 * trunk - 1]));
   for (int64_t l = trunk - 1; l >= 0; --l) {
     const int64_t out = actor[2 * l].size(0), width = actor[2 * l].size(1);
     const float* inputs = ptr(actor_acts[l]) + B * width;
     gemm(true, false, out, width, rows, ptr(grad), out, inputs, width, 0.0f,
          ptr(actor_grads[2 * l]), width);
-    column_sums(ptr(grad), rows, out, ptr(actor_grads[2 * l + 1]));
     if (l > 0) {
       Tensor below = scratch("actor_grad", l, {rows, width});
       gemm(false, false, rows, width, out, ptr(grad), out, ptr(actor[2 * l]), width, 0.0f,
            ptr(below), width);
-      relu_backward(ptr(below), inputs, rows * width);
+      relu_backward_sums(ptr(below), inputs, rows, width, ptr(actor_grads[2 * l - 1]));
       grad = below;
     }
   }

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agentic_rl.algos import hgpo_losses
+from agentic_rl.algos import hgpo_losses, losses
 from agentic_rl.algos.ppo import ActionScaler, PPOUpdateConfig, flat_obs, ppo_epochs, space_dim
 from agentic_rl.data.hierarchical import ManagerSegments, manager_segments, period_ends
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
@@ -49,6 +49,11 @@ class LogStdCap(BaseModel):
         if self.end_step <= self.start_step:
             raise ValueError(f"end_step {self.end_step} must exceed start_step {self.start_step}")
         return self
+
+    def value(self, env_steps: int) -> float:
+        """The bound after ``env_steps`` env steps."""
+        return losses.scheduled_value(self.start, self.end, self.end_step - self.start_step,
+                                      "linear", env_steps - self.start_step)
 
 
 class HGPOConfig(BaseModel):
@@ -264,9 +269,7 @@ class HGPO:
         cap = self.config.manager_log_std_cap
         if cap is None:
             return {}
-        bound = hgpo_losses.linear_schedule(
-            self.env_steps, cap.start_step, cap.end_step, cap.start, cap.end
-        )
+        bound = cap.value(self.env_steps)
         with torch.no_grad():
             self.manager.policy.log_std.clamp_(max=bound)
         return {"train/manager_log_std_cap": bound}

@@ -66,18 +66,6 @@ def success_progress_reward(p_next: torch.Tensor, p_now: torch.Tensor) -> torch.
     return p_next - p_now
 
 
-def linear_schedule(
-    step: int, start_step: int, end_step: int, start_value: float, end_value: float
-) -> float:
-    """``start_value`` up to ``start_step``, ``end_value`` from ``end_step`` on, linear between."""
-    if step <= start_step:
-        return start_value
-    if step >= end_step:
-        return end_value
-    fraction = (step - start_step) / (end_step - start_step)
-    return start_value + fraction * (end_value - start_value)
-
-
 def goal_change_penalty(
     goal_mean: torch.Tensor, previous_goal: torch.Tensor, has_previous: torch.Tensor
 ) -> torch.Tensor:

@@ -9,11 +9,10 @@ import torch
 from gymnasium import spaces
 from pydantic import ValidationError
 
-from agentic_rl.algos.hgpo import HGPO, HGPOConfig
+from agentic_rl.algos.hgpo import HGPO, HGPOConfig, LogStdCap
 from agentic_rl.algos.hgpo_losses import (
     distance_intrinsic_reward,
     goal_change_penalty,
-    linear_schedule,
     select_relabel_goals,
     success_progress_reward,
     temporal_contrastive_loss,
@@ -191,8 +190,9 @@ def test_every_variant_updates_and_round_trips(overrides):
     torch.testing.assert_close(clone.act(obs, None, True)[2]["goal"], algo.act(obs, None, True)[2]["goal"])
 
 
-def test_linear_schedule_by_hand():
-    values = [linear_schedule(step, 100, 200, 1.0, -2.0) for step in (0, 100, 150, 175, 200, 300)]
+def test_log_std_cap_schedule_by_hand():
+    cap = LogStdCap(start_step=100, end_step=200, start=1.0, end=-2.0)
+    values = [cap.value(step) for step in (0, 100, 150, 175, 200, 300)]
     assert values == pytest.approx([1.0, 1.0, -0.5, -1.25, -2.0, -2.0])
 
 

@@ -7,7 +7,7 @@ log-likelihood; an optional Q-filter keeps only prototypes the critic rates abov
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -63,12 +63,10 @@ class OPD(SAC):
         prototype = batch.get("prototype")
         return None if prototype is None else (prototype, self.opd_alpha())
 
-    def manual_update_metrics(self, values: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def manual_update_metrics(self, values: dict[str, Any]) -> dict[str, Any]:
         metrics = super().manual_update_metrics(values)
-        weight = self.opd_alpha()
-        metrics["losses/actor_distill_loss"] = values.get("actor_distill_loss",
-                                                          torch.zeros(()))
-        metrics["train/opd_alpha"] = torch.tensor(weight)
+        metrics["losses/actor_distill_loss"] = values.get("actor_distill_loss", 0.0)
+        metrics["train/opd_alpha"] = self.opd_alpha()
         return metrics
 
     def actor_loss(self, q_pi: torch.Tensor, log_prob: torch.Tensor, alpha: torch.Tensor,

@@ -7,6 +7,8 @@ the update is overhead-bound. ``FusedAdam`` keeps Adam's state layout and ``stat
 a ``torch.optim.Adam``) and, after the first step, calls the same kernel directly on cached
 tensor lists, merging parameter groups whose hyper-parameters are equal, with the step counts
 of a merged group as views of one tensor (one increment instead of one per parameter).
+``flat_state`` hands that state to code that applies the same step itself (the fused SAC
+update does it in C++, right after each gradient is written).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class FusedAdam(torch.optim.Adam):
         super().__init__(params, fused=True, **kwargs)
         self._plan: list[tuple] | None = None  # (kwargs, params, exp_avgs, sqs, [counter, *steps])
         self._plan_keys: list[tuple] = []
+        self._flat: tuple[list[torch.Tensor], tuple] | None = None  # (params, flat_state)
 
     @staticmethod
     def _hyper(group: dict[str, Any]) -> tuple:
@@ -51,12 +54,44 @@ class FusedAdam(torch.optim.Adam):
             steps[:] = [counter, *views]
         self._plan = list(plans.values())
         self._plan_keys = [self._hyper(group) for group in self.param_groups]
+        self._flat = None
 
-    def _fast_path_ok(self) -> bool:
+    def flat_state(self, params: list[torch.Tensor]
+                   ) -> tuple[list[torch.Tensor], list[float], list[float]] | None:
+        """Adam's state for code that applies this optimiser's step itself: ``[exp_avg of each
+        of params, exp_avg_sq of each, step counters...]`` (incrementing every counter by one
+        counts the step), each parameter's learning rate, and ``[beta1, beta2, eps]``. None
+        where ``apply_gradients`` has to run instead: before the first step (which creates the
+        state), after the hyper-parameters changed, with weight decay, with betas or eps that
+        differ between groups, or if ``params`` are not exactly this optimiser's parameters."""
+        if self._plan is None and self._fast_path_ok(need_grads=False):
+            self._build_plan()  # the state exists (loaded from a checkpoint)
+        if self._plan is None or self._plan_keys != [self._hyper(g) for g in self.param_groups]:
+            return None
+        if self._flat is None or self._flat[0] is not params:
+            self._flat = (params, self._build_flat_state(params))
+        return self._flat[1]
+
+    def _build_flat_state(self, params: list[torch.Tensor]) -> tuple | None:
+        assert self._plan is not None
+        hypers = {(h["beta1"], h["beta2"], h["eps"], h["weight_decay"]) for h, *_ in self._plan}
+        lr_of = {param: hyper["lr"] for hyper, plan_params, *_ in self._plan
+                 for param in plan_params}
+        counters = [steps[0] for *_, steps in self._plan]
+        if (len(hypers) != 1 or next(iter(hypers))[3] != 0 or len(params) != len(lr_of)
+                or any(param not in lr_of for param in params)
+                or len({float(v) for counter in counters for v in counter.tolist()}) != 1):
+            return None
+        beta1, beta2, eps, _ = next(iter(hypers))
+        states = [self.state[param] for param in params]
+        return ([s["exp_avg"] for s in states] + [s["exp_avg_sq"] for s in states] + counters,
+                [lr_of[param] for param in params], [beta1, beta2, eps])
+
+    def _fast_path_ok(self, need_grads: bool = True) -> bool:
         return all(not g["amsgrad"] and not g["maximize"] and not g["differentiable"]
                    and not g.get("decoupled_weight_decay", False)
                    and not isinstance(g["lr"], torch.Tensor) for g in self.param_groups) and all(
-                       p.grad is not None and p in self.state
+                       (p.grad is not None or not need_grads) and "exp_avg" in self.state.get(p, {})
                        for g in self.param_groups for p in g["params"])
 
     @torch.no_grad()

@@ -164,33 +164,43 @@ class SAC:
 
         For the networks SAC builds the gradients are written out by hand (``sac_grads``: no
         autograd graph, about 40% fewer tensor operations), and computed in one C++ call
-        (``sac_fused``) unless ``fused_update`` is off; other configurations go through
-        autograd. With the fused calls built, the update runs with denormal floats flushed to
-        zero (``sac_fused.denormals_flushed``)."""
+        (``sac_fused``, which also applies Adam and the target update) unless
+        ``fused_update`` is off; other configurations go through autograd. With the fused
+        calls built, the update runs with denormal floats flushed to zero
+        (``sac_fused.denormals_flushed``)."""
         if self.device.type != "cpu":  # replay batches live on the CPU
             batch = {k: (v.to(self.device) if torch.is_tensor(v) else v) for k, v in batch.items()}
-        alpha, fused = self.alpha, self.fused()
+        fused = self.fused()
         manual = self.manual_gradients and self.manual_gradients_for(batch)
         with sac_fused.denormals_flushed() if fused is not None else contextlib.nullcontext():
             if manual and fused is not None:  # the C++ code normalises the raw batch itself
                 term = self.distill_term(batch)
-                metrics = self.manual_update_metrics(fused.gradients(batch, *(term or (None, 0.))))
+                values = fused.update(batch, *(term or (None, 0.)), self.optimizer,
+                                      self.config.tau)
+                metrics = {**self.manual_update_metrics(values), "train/alpha": values["alpha"]}
             else:
-                goal = batch.get("desired_goal")
-                x = self.policy_input(batch["obs"], goal)
-                next_x = self.policy_input(batch["next_obs"], goal)
-                if manual:
-                    metrics = self.manual_update_metrics(sac_grads.sac_gradients(
-                        self, batch, x, next_x, self.distill_rows(batch)))
-                else:
-                    self.optimizer.zero_grad(set_to_none=True)
-                    metrics = self.autograd_gradients(batch, x, next_x, alpha)
-            self.optimizer.apply_gradients()
-            with torch.no_grad():
-                torch._foreach_lerp_(self.target_params, self.online_params, self.config.tau)
+                metrics = self.unfused_update(batch, manual)
         self.num_updates += 1
+        return metrics
+
+    def unfused_update(self, batch: Batch, manual: bool) -> dict[str, float]:
+        """``update`` by the Python gradients (``sac_grads``) or autograd, torch's Adam step and
+        one ``lerp`` for the target."""
+        alpha = self.alpha
+        goal = batch.get("desired_goal")
+        x = self.policy_input(batch["obs"], goal)
+        next_x = self.policy_input(batch["next_obs"], goal)
+        if manual:
+            metrics = self.manual_update_metrics(sac_grads.sac_gradients(
+                self, batch, x, next_x, self.distill_rows(batch)))
+        else:
+            self.optimizer.zero_grad(set_to_none=True)
+            metrics = self.autograd_gradients(batch, x, next_x, alpha)
+        self.optimizer.apply_gradients()
+        with torch.no_grad():
+            torch._foreach_lerp_(self.target_params, self.online_params, self.config.tau)
         metrics["train/alpha"] = alpha
-        values = torch.stack([v.detach() for v in metrics.values()]).tolist()
+        values = torch.stack([torch.as_tensor(v).detach() for v in metrics.values()]).tolist()
         return dict(zip(metrics, values))
 
     def autograd_gradients(self, batch: Batch, x: torch.Tensor, next_x: torch.Tensor,
@@ -232,8 +242,9 @@ class SAC:
         return (self.policy_input(prototype["obs"], prototype.get("desired_goal")),
                 prototype["action"], weight)
 
-    def manual_update_metrics(self, values: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """``sac_grads`` results under the keys ``autograd_gradients`` returns."""
+    def manual_update_metrics(self, values: dict[str, Any]) -> dict[str, Any]:
+        """``sac_grads`` (0-dim tensors) or ``sac_fused`` results (floats) under the keys
+        ``autograd_gradients`` returns."""
         return {"losses/critic_loss": values["critic_loss"], "losses/alpha_loss":
                 values["alpha_loss"], "train/q_mean": values["q_mean"],
                 "train/entropy": values["entropy"], "train/policy_std": values["policy_std"],

@@ -8,9 +8,12 @@ torch links, MKL on x86), bias, ReLU and their backward passes as loops, ATen's 
 kernels for the tanh-Gaussian's ``tanh``/``exp``/``softplus``, activations in scratch buffers
 kept between calls. The noise is drawn here, from the learner's generator, exactly as
 ``sac_grads`` draws it, so the random stream and the learning curve stay the same (the numbers
-agree to float rounding: the C++ sums in a different order). Acting goes through C++ too
-(``FusedSAC.act``): one env step's actor forward is a few tiny products, cheaper without a
-dozen module calls around them. ``SAC.update`` runs inside ``denormals_flushed``.
+agree to float rounding: the C++ sums in a different order). The same call then applies Adam
+(torch's arithmetic, on ``FusedAdam``'s own state, so checkpoints do not change) and the target
+critic's Polyak update, each parameter right after its gradient is written (``FusedSAC.update``).
+Acting goes through C++ too (``FusedSAC.act``): one env step's actor forward is a few tiny
+products, cheaper without a dozen module calls around them. ``SAC.update`` runs inside
+``denormals_flushed``.
 
 The extension is compiled on first use with ``torch.utils.cpp_extension`` (a C++ compiler and
 ``ninja`` are needed; about 15 s once per machine, cached under ``TORCH_EXTENSIONS_DIR`` or
@@ -32,9 +35,11 @@ from typing import Any
 
 import torch
 
+from agentic_rl.algos.optim import FusedAdam
+
 SOURCE = Path(__file__).resolve().parents[1] / "csrc" / "sac_update.cpp"
 METRICS = ("critic_loss", "alpha_loss", "q_mean", "entropy", "policy_std", "actor_sac_loss",
-           "actor_total_loss", "actor_distill_loss")
+           "actor_total_loss", "actor_distill_loss", "alpha")
 _loaded: bool | None = None  # None: not tried yet in this process
 
 
@@ -64,7 +69,8 @@ def build() -> None:
         flush=True))
     notice.start()
     try:
-        load("agentic_rl_sac_update", [str(SOURCE)], is_python_module=False, extra_cflags=["-O3"])
+        load("agentic_rl_sac_update", [str(SOURCE)], is_python_module=False,
+             extra_cflags=["-O3", "-fno-math-errno"])
     finally:
         notice.cancel()
 
@@ -144,11 +150,33 @@ class FusedSAC:
         return [obs_mean, obs_scale, goal_mean, goal_scale], [obs_clip, goal_clip]
 
     @torch.no_grad()
-    def gradients(self, batch: dict[str, Any], prototype: dict[str, Any] | None,
-                  weight: float) -> dict[str, torch.Tensor]:
+    def update(self, batch: dict[str, Any], prototype: dict[str, Any] | None, weight: float,
+               optimizer: FusedAdam, tau: float) -> dict[str, float]:
+        """One SAC step: the gradients (``gradients``), Adam's step on actor, critic and
+        temperature, and the target critic's Polyak update by ``tau``. Where the optimiser's
+        state allows (``FusedAdam.flat_state``: from its second step on) all three happen in
+        the C++ call, each parameter stepped right after its gradient is written; otherwise
+        the optimiser and one ``lerp`` follow the call. Returns the losses and statistics (and
+        ``alpha`` before the step) as floats."""
+        adam = optimizer.flat_state(self.params)
+        values = self.gradients(batch, prototype, weight, adam, tau)
+        if adam is None:
+            optimizer.apply_gradients()
+            torch._foreach_lerp_(self.target, self.critic, tau)
+        metrics = dict(zip(METRICS, values.tolist()))
+        if prototype is None:
+            del metrics["actor_distill_loss"]
+        return metrics
+
+    @torch.no_grad()
+    def gradients(self, batch: dict[str, Any], prototype: dict[str, Any] | None, weight: float,
+                  adam: tuple[list[torch.Tensor], list[float], list[float]] | None = None,
+                  tau: float = 0.0) -> torch.Tensor:
         """``sac_grads.sac_gradients`` from the raw batch (the C++ code normalises): the same
-        gradients in ``.grad``, the same losses and statistics as 0-dim tensors. ``prototype``
-        holds raw ``obs``, ``desired_goal`` and ``action`` of the MSE distillation term."""
+        gradients in ``.grad``, the losses and statistics named by ``METRICS`` as one tensor.
+        ``prototype`` holds raw ``obs``, ``desired_goal`` and ``action`` of the MSE distillation
+        term. With ``adam`` (``FusedAdam.flat_state``), Adam's step and the target update by
+        ``tau`` too."""
         sac = self.sac
         rows, act_dim = batch["obs"].shape[0], sac.actor.mean_head.out_features
         noise = torch.randn((2 * rows, act_dim), generator=sac.generator)
@@ -156,17 +184,14 @@ class FusedSAC:
         goal = _float(batch.get("desired_goal")) if sac.goal_conditioned else None
         proto = prototype or {}
         proto_goal = _float(proto.get("desired_goal")) if sac.goal_conditioned else None
-        values = self.gradients_op(
+        state, lrs, hyper = adam or ([], [], [])
+        return self.gradients_op(
             _float(batch["obs"]), _float(batch["next_obs"]), goal, _float(batch["action"]),
             _float(batch["reward"]), _float(batch["terminated"]), noise, _float(proto.get("obs")),
             proto_goal, _float(proto.get("action")), float(weight), *self.normalizers(),
             self.actor, actor_grads, self.critic, critic_grads, self.target,
             sac.log_alpha.detach(), log_alpha_grad, float(sac.config.gamma),
-            float(sac.target_entropy))
-        metrics = dict(zip(METRICS, values.unbind()))
-        if prototype is None:
-            del metrics["actor_distill_loss"]
-        return metrics
+            float(sac.target_entropy), state, lrs, [*hyper, tau] if adam else [])
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, goal: torch.Tensor | None, deterministic: bool

@@ -1,5 +1,6 @@
-// SAC's (and OPD's MSE distillation's) gradients in one call: the arithmetic of
-// agentic_rl/algos/sac_grads.py without its ~600 tensor operations, from the raw batch. The
+// SAC's (and OPD's MSE distillation's) gradients in one call, optionally with Adam's step and
+// the target critic's Polyak update: the arithmetic of agentic_rl/algos/sac_grads.py without
+// its ~600 tensor operations, from the raw batch. The
 // observations are normalised here; every matrix product is one BLAS sgemm on raw pointers
 // (the BLAS torch links, MKL on x86); bias, ReLU, ReLU-backward and bias-gradient sums are
 // plain loops over the products' outputs; the tanh-Gaussian's transcendental functions use
@@ -50,10 +51,11 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const flo
   sgemm_(&ta, &tb, &M, &N, &K, &one, B, &LDA, A, &LDB, &beta, C, &LDC);
 }
 
-// The elementwise loops below are compiled for AVX-512, AVX2 and the baseline ISA; the loader
-// picks the best the CPU has (GCC function multi-versioning).
+// The elementwise loops below are compiled for AVX-512, AVX2 (both with FMA) and the baseline
+// ISA; the loader picks the best the CPU has (GCC function multi-versioning).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define VECTORISED __attribute__((target_clones("avx512f", "avx2", "default")))
+#define VECTORISED \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define VECTORISED
 #endif
@@ -94,6 +96,34 @@ VECTORISED void column_sums(const float* grad, int64_t rows, int64_t cols, float
     for (int64_t j = 0; j < cols; ++j) sums[j] += grad[r * cols + j];
 }
 
+// One Adam step over `count` values with torch.optim.Adam's arithmetic as its fused CPU kernel
+// computes it in float (no weight decay, amsgrad or maximize), including the two fused
+// multiply-adds of torch's vectorised loop: the results equal torch's bit for bit, except now
+// and then by an ulp in the values past a tensor's last full vector, which torch's scalar
+// tail rounds differently. With `target`, the target network's copy then moves towards the
+// new value by tau, as torch.lerp computes it for tau < 0.5. Called right after the gradient
+// is written, while it and the parameter are in cache.
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+VECTORISED void adam_values(float* __restrict param, const float* __restrict grad,
+                            float* __restrict exp_avg, float* __restrict exp_avg_sq,
+                            int64_t count, float grad_coef, float beta2, float sq_coef,
+                            float step_size, float bias2_sqrt, float eps,
+                            float* __restrict target, float tau) {
+  for (int64_t k = 0; k < count; ++k) {
+    const float g = grad[k];
+    const float m = __builtin_fmaf(grad_coef, g - exp_avg[k], exp_avg[k]);
+    const float v = __builtin_fmaf(sq_coef * g, g, exp_avg_sq[k] * beta2);
+    exp_avg[k] = m;
+    exp_avg_sq[k] = v;
+    param[k] = param[k] + -step_size * m / (__builtin_sqrtf(v) / bias2_sqrt + eps);
+  }
+  if (target != nullptr)
+    for (int64_t k = 0; k < count; ++k)
+      target[k] = __builtin_fmaf(tau, param[k] - target[k], target[k]);
+}
+#pragma GCC pop_options
+
 float* ptr(const Tensor& t) { return t.data_ptr<float>(); }
 
 // Flush-to-zero and denormals-are-zero for this thread (MXCSR bits, x86 only); returns the
@@ -125,6 +155,53 @@ void check(const Tensor& t, const char* name) {
   TORCH_CHECK(t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous(), name,
               " must be a contiguous float32 CPU tensor");
 }
+
+// Adam's step for the parameters [actor..., critic..., log_alpha] from the optimiser's state
+// `state` = [exp_avg of each, exp_avg_sq of each, step counters...] (FusedAdam.flat_state),
+// each parameter's learning rate, and hyper = [beta1, beta2, eps, tau]. Empty: no step.
+class AdamStep {
+ public:
+  AdamStep(TensorList state, at::ArrayRef<double> lrs, at::ArrayRef<double> hyper,
+           int64_t count)
+      : state_(state), lrs_(lrs), count_(count) {
+    if (state.empty()) return;
+    TORCH_CHECK(static_cast<int64_t>(state.size()) > 2 * count &&
+                    static_cast<int64_t>(lrs.size()) == count && hyper.size() == 4,
+                "Adam's state must be [exp_avg x n, exp_avg_sq x n, counters...] with n "
+                "learning rates and [beta1, beta2, eps, tau]");
+    for (const Tensor& t : state) check(t, "Adam state");
+    for (size_t c = 2 * count; c < state.size(); ++c) {  // the step counts, shared per group
+      float* counter = ptr(state[c]);
+      for (int64_t k = 0; k < state[c].numel(); ++k) counter[k] += 1.0f;
+    }
+    const double step = ptr(state[2 * count])[0];
+    beta1_ = hyper[0], beta2_ = hyper[1], eps_ = hyper[2], tau_ = hyper[3];
+    // Torch computes these (and 1 - beta) in double, then rounds them to float.
+    bias1_ = 1.0 - std::pow(beta1_, step);
+    bias2_sqrt_ = std::sqrt(1.0 - std::pow(beta2_, step));
+  }
+  explicit operator bool() const { return !state_.empty(); }
+
+  // Step parameter `index` (its gradient in grad); with `target`, Polyak-update it too.
+  void apply(const Tensor& param, const Tensor& grad, int64_t index,
+             const Tensor* target = nullptr) const {
+    const Tensor &exp_avg = state_[index], &exp_avg_sq = state_[count_ + index];
+    TORCH_CHECK(exp_avg.numel() == param.numel() && exp_avg_sq.numel() == param.numel(),
+                "Adam's state does not match the parameters");
+    adam_values(ptr(param), ptr(grad), ptr(exp_avg), ptr(exp_avg_sq), param.numel(),
+                static_cast<float>(1.0 - beta1_), static_cast<float>(beta2_),
+                static_cast<float>(1.0 - beta2_), static_cast<float>(lrs_[index] / bias1_),
+                static_cast<float>(bias2_sqrt_),
+                static_cast<float>(eps_), target ? ptr(*target) : nullptr,
+                static_cast<float>(tau_));
+  }
+
+ private:
+  TensorList state_;
+  at::ArrayRef<double> lrs_;
+  int64_t count_;
+  double beta1_ = 0, beta2_ = 0, eps_ = 0, tau_ = 0, bias1_ = 1, bias2_sqrt_ = 1;
+};
 
 // Ensemble MLP over one input z [R, in] shared by all members: q [n, R]. With `hidden`, the
 // hidden activations (after ReLU, [n, R, h] each) are appended to it for the backward pass.
@@ -286,7 +363,8 @@ Tensor sac_gradients(const Tensor& obs, const Tensor& next_obs, const std::optio
                      TensorList normalizers, at::ArrayRef<double> clips, TensorList actor,
                      TensorList actor_grads, TensorList critic, TensorList critic_grads,
                      TensorList target, const Tensor& log_alpha, const Tensor& log_alpha_grad,
-                     double gamma, double target_entropy) {
+                     double gamma, double target_entropy, TensorList adam_state,
+                     at::ArrayRef<double> adam_lrs, at::ArrayRef<double> adam_hyper) {
   for (const Tensor* t : {&action, &reward, &terminated, &noise}) check(*t, "input");
   for (TensorList list : {actor, actor_grads, critic, critic_grads, target})
     for (const Tensor& t : list) check(t, "parameter");
@@ -308,7 +386,10 @@ Tensor sac_gradients(const Tensor& obs, const Tensor& next_obs, const std::optio
   TORCH_CHECK(actor[0].size(1) == d, "the actor's input must be [observation, goal]");
   TORCH_CHECK(critic[0].size(1) == d + a, "the critic's input must be [policy input, action]");
   const auto options = obs.options();
-  const double alpha = std::exp(log_alpha.item<double>());
+  const double log_alpha_value = log_alpha.item<double>(), alpha = std::exp(log_alpha_value);
+  const int64_t actor_count = static_cast<int64_t>(actor.size());
+  const AdamStep adam(adam_state, adam_lrs, adam_hyper,
+                      actor_count + static_cast<int64_t>(critic.size()) + 1);
 
   // ---- actor over [s'; s; prototype states]
   Tensor X = scratch("actor_input", 0, {R, d});
@@ -434,6 +515,9 @@ Tensor sac_gradients(const Tensor& obs, const Tensor& next_obs, const std::optio
   }
   Tensor grad_action =
       ensemble_backward(critic, critic_grads, critic_input, critic_hidden, grad_q, B, a);
+  if (adam)  // nothing below reads the critic
+    for (size_t i = 0; i < critic.size(); ++i)
+      adam.apply(critic[i], critic_grads[i], actor_count + i, &target[i]);
 
   // ---- through the tanh-Gaussian (and the distillation term) to the heads' outputs
   // [B + P, 2a] (mean, then pre-tanh log-std; no log-std gradient on prototype rows):
@@ -499,11 +583,14 @@ Tensor sac_gradients(const Tensor& obs, const Tensor& next_obs, const std::optio
 
   // ---- temperature
   log_alpha_grad.fill_(-entropy_error);
-  const double log_alpha_value = log_alpha.item<double>();
+  if (adam) {
+    for (int64_t i = 0; i < actor_count; ++i) adam.apply(actor[i], actor_grads[i], i);
+    adam.apply(log_alpha, log_alpha_grad, actor_count + static_cast<int64_t>(critic.size()));
+  }
   const double actor_total = sac_loss + (has_proto ? proto_weight * distill : 0.0);
   return at::tensor({critic_loss, -log_alpha_value * entropy_error, q_sum / (members * B),
                      -(entropy_error - target_entropy), std_sum / (B * a), sac_loss, actor_total,
-                     distill},
+                     distill, alpha},
                     at::TensorOptions().dtype(at::kFloat));
 }
 
@@ -560,9 +647,10 @@ TORCH_LIBRARY(agentic_rl, m) {
       "sac_gradients(Tensor obs, Tensor next_obs, Tensor? goal, Tensor action, Tensor reward, "
       "Tensor terminated, Tensor noise, Tensor? proto_obs, Tensor? proto_goal, "
       "Tensor? proto_action, float proto_weight, Tensor[] normalizers, float[] clips, "
-      "Tensor[] actor, Tensor(a!)[] actor_grads, Tensor[] critic, Tensor(b!)[] critic_grads, "
-      "Tensor[] target_critic, Tensor log_alpha, Tensor(c!) log_alpha_grad, float gamma, "
-      "float target_entropy) -> Tensor");
+      "Tensor(a!)[] actor, Tensor(b!)[] actor_grads, Tensor(c!)[] critic, "
+      "Tensor(d!)[] critic_grads, Tensor(e!)[] target_critic, Tensor(f!) log_alpha, "
+      "Tensor(g!) log_alpha_grad, float gamma, float target_entropy, Tensor(h!)[] adam_state, "
+      "float[] adam_lrs, float[] adam_hyper) -> Tensor");
   m.impl("sac_gradients", c10::DispatchKey::CPU, &sac_gradients);
   m.def(
       "sac_act(Tensor obs, Tensor? goal, Tensor? noise, Tensor[] normalizers, float[] clips, "

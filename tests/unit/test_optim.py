@@ -71,3 +71,33 @@ def test_fused_adam_state_dict_steps_do_not_share_memory():
     steps = [value["step"] for value in optimizer.state_dict()["state"].values()]
     assert len({step.untyped_storage().data_ptr() for step in steps}) == len(steps)
     assert all(float(step) == 4.0 for step in steps)
+
+
+def test_flat_state_hands_out_the_state_a_step_would_use():
+    model, alpha = _model(), torch.zeros((), requires_grad=True)
+    optimizer = FusedAdam(_groups(model, alpha, (1e-3, 3e-4, 1e-2)))
+    params = [*model.parameters(), alpha]
+    assert optimizer.flat_state(params) is None  # no state before the first step
+    model(torch.ones(2, 5)).sum().add(alpha).backward()
+    optimizer.apply_gradients()
+    state, lrs, hyper = optimizer.flat_state(params)
+    count = len(params)
+    assert lrs == [1e-3, 1e-3, 3e-4, 3e-4, 1e-2] and hyper == [0.9, 0.999, 1e-8]
+    for i, param in enumerate(params):
+        assert state[i] is optimizer.state[param]["exp_avg"]
+        assert state[count + i] is optimizer.state[param]["exp_avg_sq"]
+    for counter in state[2 * count:]:  # incrementing the counters counts the step
+        counter.add_(1)
+    assert all(float(optimizer.state[p]["step"]) == 2.0 for p in params)
+    assert optimizer.flat_state(params[:-1]) is None  # not exactly the optimiser's parameters
+    optimizer.param_groups[0]["lr"] = 5e-4  # changed hyper-parameters: torch's step first
+    assert optimizer.flat_state(params) is None
+
+
+def test_flat_state_after_loading_a_checkpoint_and_not_with_weight_decay():
+    model, alpha, optimizer = _train(FusedAdam, (1e-3, 1e-3, 1e-3), steps=2)
+    restored = FusedAdam(_groups(model, alpha, (1e-3, 1e-3, 1e-3)))
+    restored.load_state_dict(optimizer.state_dict())
+    assert restored.flat_state([*model.parameters(), alpha]) is not None
+    _, _, decaying = _train(FusedAdam, (1e-3, 1e-3, 1e-3), steps=1, weight_decay=1e-2)
+    assert decaying.flat_state([p for g in decaying.param_groups for p in g["params"]]) is None

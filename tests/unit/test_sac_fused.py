@@ -56,7 +56,7 @@ def test_bad_inputs_raise_clear_errors():
             batch["action"], batch["reward"], batch["terminated"], torch.zeros(32, 4), None, None,
             None, 0.0, *fused.normalizers(), fused.actor, fused.grads[:len(fused.actor)],
             fused.critic, fused.grads[len(fused.actor):-1], fused.target,
-            learner.log_alpha.detach(), torch.zeros(()), 0.9, -4.0)
+            learner.log_alpha.detach(), torch.zeros(()), 0.9, -4.0, [], [], [])
 
 
 @pytest.mark.parametrize("deterministic", [True, False])
@@ -106,3 +106,22 @@ def test_fused_update_without_goals_or_normalisers_matches_python(variant):
     assert torch.allclose(learners[0].act(obs)[0], learners[1].act(obs)[0], atol=1e-5)
     for a, b in zip(_params(learners[0]), _params(learners[1]), strict=True):
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_adam_and_target_update_in_the_fused_call_match_torchs():
+    # From the second step on the C++ call also applies Adam and the Polyak update; the same
+    # learner with those left to FusedAdam and torch.lerp must end up with the same numbers.
+    inside, outside = _learner("sac", fused=True), _learner("sac", fused=True)
+    outside.optimizer.flat_state = lambda params: None
+    batch = _batch()
+    for _ in range(4):
+        assert inside.update(batch) == pytest.approx(outside.update(batch), rel=1e-6, abs=1e-7)
+    pairs = [*zip(_params(inside), _params(outside)),
+             *zip(inside.target_critic.parameters(), outside.target_critic.parameters())]
+    for a, b in pairs:
+        assert torch.allclose(a, b, rtol=1e-6, atol=1e-8)
+    inside_state, outside_state = (learner.optimizer.state_dict()["state"]
+                                   for learner in (inside, outside))
+    for key, value in outside_state.items():
+        assert float(inside_state[key]["step"]) == float(value["step"]) == 4.0
+        assert torch.allclose(inside_state[key]["exp_avg_sq"], value["exp_avg_sq"], rtol=1e-6)

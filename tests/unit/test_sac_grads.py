@@ -58,6 +58,9 @@ def _compare(kind: str, batch: dict, fused: bool, **config) -> None:
         for a, b in zip(_params(manual), _params(reference), strict=True):
             assert torch.allclose(a.grad, b.grad, rtol=1e-4, atol=1e-6), step
             assert torch.allclose(a, b, rtol=1e-4, atol=1e-5), step
+        for a, b in zip(manual.target_critic.parameters(), reference.target_critic.parameters(),
+                        strict=True):
+            assert torch.allclose(a, b, rtol=1e-4, atol=1e-5), step
     assert manual.generator.get_state().equal(reference.generator.get_state())
     assert manual.fused_update is fused
 

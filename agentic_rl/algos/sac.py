@@ -74,6 +74,9 @@ class SAC:
         obs_dim, goal_dim, act_dim = spaces["obs_dim"], spaces["goal_dim"], spaces["act_dim"]
         self.action_low = torch.as_tensor(spaces["action_low"], dtype=torch.float32)
         self.action_high = torch.as_tensor(spaces["action_high"], dtype=torch.float32)
+        # unit_to_env as one multiply-add: low + (a + 1) (high - low) / 2 = offset + a * scale
+        self.action_scale = 0.5 * (self.action_high - self.action_low)
+        self.action_offset = self.action_low + self.action_scale
         self.obs_normalizer = RunningNormalizer(obs_dim, clip_obs, enabled=normalize[0])
         self.goal_normalizer = RunningNormalizer(max(goal_dim, 1), clip_obs, enabled=normalize[1])
         self.goal_conditioned = goal_dim > 0
@@ -118,7 +121,7 @@ class SAC:
 
     def unit_to_env(self, action: torch.Tensor) -> torch.Tensor:
         """Map [-1, 1] actions to the environment's box."""
-        return self.action_low + (action + 1.0) * 0.5 * (self.action_high - self.action_low)
+        return torch.addcmul(self.action_offset, action, self.action_scale)
 
     def env_to_unit(self, action: torch.Tensor) -> torch.Tensor:
         """Inverse of ``unit_to_env`` (used to load demonstrations recorded in env units)."""
@@ -165,20 +168,19 @@ class SAC:
         For the networks SAC builds the gradients are written out by hand (``sac_grads``: no
         autograd graph, about 40% fewer tensor operations), and computed in one C++ call
         (``sac_fused``, which also applies Adam and the target update) unless
-        ``fused_update`` is off; other configurations go through autograd. With the fused
-        calls built, the update runs with denormal floats flushed to zero
-        (``sac_fused.denormals_flushed``)."""
+        ``fused_update`` is off; other configurations go through autograd. Denormal floats are
+        flushed to zero during the update where the fused calls are built (inside the C++ call,
+        else ``sac_fused.denormals_flushed``)."""
         if self.device.type != "cpu":  # replay batches live on the CPU
             batch = {k: (v.to(self.device) if torch.is_tensor(v) else v) for k, v in batch.items()}
         fused = self.fused()
         manual = self.manual_gradients and self.manual_gradients_for(batch)
-        with sac_fused.denormals_flushed() if fused is not None else contextlib.nullcontext():
-            if manual and fused is not None:  # the C++ code normalises the raw batch itself
-                term = self.distill_term(batch)
-                values = fused.update(batch, *(term or (None, 0.)), self.optimizer,
-                                      self.config.tau)
-                metrics = {**self.manual_update_metrics(values), "train/alpha": values["alpha"]}
-            else:
+        if manual and fused is not None:  # the C++ code normalises the raw batch itself
+            term = self.distill_term(batch)
+            values = fused.update(batch, *(term or (None, 0.)), self.optimizer, self.config.tau)
+            metrics = {**self.manual_update_metrics(values), "train/alpha": values["alpha"]}
+        else:
+            with sac_fused.denormals_flushed() if fused is not None else contextlib.nullcontext():
                 metrics = self.unfused_update(batch, manual)
         self.num_updates += 1
         return metrics

@@ -12,8 +12,8 @@ agree to float rounding: the C++ sums in a different order). The same call then 
 (torch's arithmetic, on ``FusedAdam``'s own state, so checkpoints do not change) and the target
 critic's Polyak update, each parameter right after its gradient is written (``FusedSAC.update``).
 Acting goes through C++ too (``FusedSAC.act``): one env step's actor forward is a few tiny
-products, cheaper without a dozen module calls around them. ``SAC.update`` runs inside
-``denormals_flushed``.
+products, cheaper without a dozen module calls around them. The update call flushes denormal
+floats to zero while it runs (as ``denormals_flushed`` does for Python code).
 
 The extension is compiled on first use with ``torch.utils.cpp_extension`` (a C++ compiler and
 ``ninja`` are needed; about 15 s once per machine, cached under ``TORCH_EXTENSIONS_DIR`` or
@@ -128,16 +128,22 @@ class FusedSAC:
         self.sac = sac
         self.actor, self.critic, self.target = parameter_lists(sac)
         self.params = [*self.actor, *self.critic, sac.log_alpha]
+        self.act_dim = sac.actor.mean_head.out_features
         self.grads: list[torch.Tensor] = []
+        self.grad_lists: tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor] | None = None
         self.gradients_op = torch.ops.agentic_rl.sac_gradients
         self.act_op = torch.ops.agentic_rl.sac_act
 
     def gradient_lists(self) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
-        if len(self.grads) != len(self.params) or any(
-                param.grad is not grad for param, grad in zip(self.params, self.grads)):
+        """The actor's, the critic's and the temperature's ``.grad`` buffers, made again if
+        they were replaced (``zero_grad(set_to_none=True)`` clears all of them, so checking
+        the first parameter is enough: the check runs on every update)."""
+        if self.grad_lists is None or self.params[0].grad is not self.grads[0]:
             self.grads = gradient_buffers(self.params)
-        actor_count = len(self.actor)
-        return (self.grads[:actor_count], self.grads[actor_count:-1], self.grads[-1])
+            actor_count = len(self.actor)
+            self.grad_lists = (self.grads[:actor_count], self.grads[actor_count:-1],
+                               self.grads[-1])
+        return self.grad_lists
 
     def normalizers(self) -> tuple[list[torch.Tensor], list[float]]:
         """The observation and goal normalisers' ``[mean, scale]`` tensors and clip values
@@ -161,8 +167,9 @@ class FusedSAC:
         adam = optimizer.flat_state(self.params)
         values = self.gradients(batch, prototype, weight, adam, tau)
         if adam is None:
-            optimizer.apply_gradients()
-            torch._foreach_lerp_(self.target, self.critic, tau)
+            with denormals_flushed():  # the C++ call flushes them itself
+                optimizer.apply_gradients()
+                torch._foreach_lerp_(self.target, self.critic, tau)
         metrics = dict(zip(METRICS, values.tolist()))
         if prototype is None:
             del metrics["actor_distill_loss"]
@@ -178,8 +185,7 @@ class FusedSAC:
         term. With ``adam`` (``FusedAdam.flat_state``), Adam's step and the target update by
         ``tau`` too."""
         sac = self.sac
-        rows, act_dim = batch["obs"].shape[0], sac.actor.mean_head.out_features
-        noise = torch.randn((2 * rows, act_dim), generator=sac.generator)
+        noise = torch.randn((2 * batch["obs"].shape[0], self.act_dim), generator=sac.generator)
         actor_grads, critic_grads, log_alpha_grad = self.gradient_lists()
         goal = _float(batch.get("desired_goal")) if sac.goal_conditioned else None
         proto = prototype or {}
@@ -199,8 +205,8 @@ class FusedSAC:
         """``actor.deterministic`` or ``actor.sample_action`` (the same noise draw) of the raw
         observation and goal, ``[N, act_dim]`` in (-1, 1)."""
         sac = self.sac
-        noise = None if deterministic else torch.randn(
-            (obs.shape[0], sac.actor.mean_head.out_features), generator=sac.generator)
+        noise = None if deterministic else torch.randn((obs.shape[0], self.act_dim),
+                                                       generator=sac.generator)
         return self.act_op(_float(obs), _float(goal) if sac.goal_conditioned else None, noise,
                            *self.normalizers(), self.actor)
 

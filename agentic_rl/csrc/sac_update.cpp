@@ -140,6 +140,18 @@ bool set_flush_denormal(bool on) {
 #endif
 }
 
+// FTZ/DAZ for the rest of the scope; the caller's two bits are restored after.
+class FlushDenormals {
+ public:
+  FlushDenormals() : previous_(set_flush_denormal(true)) {}
+  ~FlushDenormals() { set_flush_denormal(previous_); }
+  FlushDenormals(const FlushDenormals&) = delete;
+  FlushDenormals& operator=(const FlushDenormals&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // Scratch tensors kept from one call to the next, one per (use, layer, shape): freshly
 // allocated activations of a few MB come back from the allocator as new pages, and their page
 // faults cost about a fifth of the [256,256] call. `use` and `index` name the buffer's role.
@@ -365,6 +377,7 @@ Tensor sac_gradients(const Tensor& obs, const Tensor& next_obs, const std::optio
                      TensorList target, const Tensor& log_alpha, const Tensor& log_alpha_grad,
                      double gamma, double target_entropy, TensorList adam_state,
                      at::ArrayRef<double> adam_lrs, at::ArrayRef<double> adam_hyper) {
+  const FlushDenormals flush;  // Adam's state decays into denormals, which run many times slower
   for (const Tensor* t : {&action, &reward, &terminated, &noise}) check(*t, "input");
   for (TensorList list : {actor, actor_grads, critic, critic_grads, target})
     for (const Tensor& t : list) check(t, "parameter");

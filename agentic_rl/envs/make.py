@@ -73,11 +73,13 @@ def env_factory(name: str, kwargs: dict[str, Any] | None = None,
 def make_vec_env(name: str, num_envs: int, kwargs: dict[str, Any] | None = None,
                  goal_region=None):
     """A synchronous vector env without autoreset: the collector resets envs itself, with seeds
-    drawn from the run's generator, so a resumed run replays the same episodes."""
+    drawn from the run's generator, so a resumed run replays the same episodes. Observations
+    come back in the vector env's own buffers (``copy=False``: its deep copy of every step's
+    observation dict cost more than the rest of its step); the collector copies what it keeps."""
     from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
     return SyncVectorEnv([env_factory(name, kwargs, goal_region) for _ in range(num_envs)],
-                         autoreset_mode=AutoresetMode.DISABLED)
+                         autoreset_mode=AutoresetMode.DISABLED, copy=False)
 
 
 def make_onpolicy_vec_env(name: str, num_envs: int, kwargs: dict[str, Any] | None = None,

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import difflib
 import io
 import importlib
 from typing import Any, Callable
 
 import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from agentic_rl.envs.goal import FlatToGoalObservation, GoalRegion, is_goal_env
 
@@ -70,16 +73,39 @@ def env_factory(name: str, kwargs: dict[str, Any] | None = None,
     return lambda: make_env(name, kwargs, goal_region)
 
 
+class LeanSyncVectorEnv(SyncVectorEnv):
+    """``SyncVectorEnv`` whose ``step``, for dict observations without autoreset, writes each
+    env's arrays straight into the batch buffers instead of dispatching on the spaces to split
+    the actions and join the observations; the same results, and gymnasium's ``reset``."""
+
+    def step(self, actions):
+        if self.autoreset_mode != AutoresetMode.DISABLED or not isinstance(self._observations,
+                                                                           dict):
+            return super().step(actions)
+        infos: dict[str, Any] = {}
+        for i, env in enumerate(self.envs):
+            if self._autoreset_envs[i]:
+                raise RuntimeError(f"env {i} finished its episode: reset finished envs (reset "
+                                   "with options={'reset_mask': ...}) before stepping them")
+            (obs, self._rewards[i], self._terminations[i], self._truncations[i],
+             info) = env.step(actions[i])
+            for key, value in obs.items():
+                self._observations[key][i] = value
+            infos = self._add_info(infos, info, i)
+        self._autoreset_envs = np.logical_or(self._terminations, self._truncations)
+        observations = self._observations if not self.copy else copy.deepcopy(self._observations)
+        return (observations, np.copy(self._rewards), np.copy(self._terminations),
+                np.copy(self._truncations), infos)
+
+
 def make_vec_env(name: str, num_envs: int, kwargs: dict[str, Any] | None = None,
-                 goal_region=None):
+                 goal_region=None) -> LeanSyncVectorEnv:
     """A synchronous vector env without autoreset: the collector resets envs itself, with seeds
     drawn from the run's generator, so a resumed run replays the same episodes. Observations
     come back in the vector env's own buffers (``copy=False``: its deep copy of every step's
     observation dict cost more than the rest of its step); the collector copies what it keeps."""
-    from gymnasium.vector import AutoresetMode, SyncVectorEnv
-
-    return SyncVectorEnv([env_factory(name, kwargs, goal_region) for _ in range(num_envs)],
-                         autoreset_mode=AutoresetMode.DISABLED, copy=False)
+    return LeanSyncVectorEnv([env_factory(name, kwargs, goal_region) for _ in range(num_envs)],
+                             autoreset_mode=AutoresetMode.DISABLED, copy=False)
 
 
 def make_onpolicy_vec_env(name: str, num_envs: int, kwargs: dict[str, Any] | None = None,

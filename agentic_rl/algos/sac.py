@@ -1,7 +1,7 @@
 """Soft Actor-Critic (SPEC A1) for goal-conditioned and plain continuous control.
 
-Twin Q as one batched ensemble, target critic updated with one fused ``lerp`` per step,
-automatic entropy tuning. Observations arrive raw; the normalisers inside the agent scale them.
+Twin Q as one batched ensemble, target critic updated with one fused ``lerp`` per step (inside
+the fused C++ call where that runs), automatic entropy tuning. Observations arrive raw; the normalisers inside the agent scale them.
 Actions live in [-1, 1] inside the agent (``batch["action"]`` too) and are rescaled to the
 environment's bounds only in ``act``.
 """
@@ -44,8 +44,9 @@ class SACNetworkConfig(BaseModel):
     alpha_lr: float = Field(1e-3, gt=0)
     init_alpha: float = Field(0.1, gt=0)
     target_entropy: float | Literal["auto"] = "auto"
-    # One C++ call for the whole gradient computation (sac_fused) where sac_grads applies;
-    # off, or where the extension cannot be built, the same gradients come from Python.
+    # One C++ call for the whole update (gradients, Adam, target update; sac_fused) where
+    # sac_grads applies; off, or where the extension cannot be built, the same update runs in
+    # Python.
     fused_update: bool = True
 
 
@@ -148,7 +149,7 @@ class SAC:
             self.goal_normalizer.update(torch.cat([obs["desired_goal"], obs["achieved_goal"]]))
 
     def fused(self) -> sac_fused.FusedSAC | None:
-        """The C++ calls for acting and gradients, where ``fused_update`` is on and
+        """The C++ calls for acting and updating, where ``fused_update`` is on and
         ``sac_grads`` covers the networks; decided (and built, which may compile) at first use."""
         if self.fused_update is None:
             self.fused_update = self.manual_gradients and sac_fused.supports(self)

@@ -42,7 +42,7 @@ class ReplayBuffer:
         self._flat_start = self.episode_start.view(-1)
         self._flat_length = self.episode_length.view(-1)
         # numpy views of the same memory for ``add``: a step's writes and episode bookkeeping
-        # are a dozen tiny operations, each a third of the cost of the torch call
+        # are a dozen tiny operations, each a half to a third of the cost of the torch call
         self._np = {name: self.storage[name].numpy() for name in FIELDS}
         self._np_start, self._np_length = self.episode_start.numpy(), self.episode_length.numpy()
         self._np_current = self.current_start.numpy()

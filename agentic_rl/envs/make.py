@@ -76,11 +76,20 @@ def env_factory(name: str, kwargs: dict[str, Any] | None = None,
 class LeanSyncVectorEnv(SyncVectorEnv):
     """``SyncVectorEnv`` whose ``step``, for dict observations without autoreset, writes each
     env's arrays straight into the batch buffers instead of dispatching on the spaces to split
-    the actions and join the observations; the same results, and gymnasium's ``reset``."""
+    the actions and join the observations; the same results, and gymnasium's ``reset``. It
+    reads the buffers ``SyncVectorEnv`` keeps (gymnasium 1.x); without them it is the plain
+    ``SyncVectorEnv``."""
+
+    BUFFERS = ("_observations", "_rewards", "_terminations", "_truncations", "_autoreset_envs")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lean = (self.autoreset_mode == AutoresetMode.DISABLED
+                     and all(hasattr(self, name) for name in self.BUFFERS)
+                     and isinstance(self._observations, dict))
 
     def step(self, actions):
-        if self.autoreset_mode != AutoresetMode.DISABLED or not isinstance(self._observations,
-                                                                           dict):
+        if not self.lean:
             return super().step(actions)
         infos: dict[str, Any] = {}
         for i, env in enumerate(self.envs):
@@ -117,8 +126,6 @@ def make_onpolicy_vec_env(name: str, num_envs: int, kwargs: dict[str, Any] | Non
 
     if name in ENV_IDS:
         return BatchGridWorld(num_envs=num_envs, seed=seed, **{**ENV_IDS[name], **(kwargs or {})})
-    from gymnasium.vector import AutoresetMode, SyncVectorEnv
-
     make_env(name, kwargs).close()  # fail early with a clear message for unknown ids
     return SyncVectorEnv([env_factory(name, kwargs) for _ in range(num_envs)],
                          autoreset_mode=AutoresetMode.SAME_STEP)

@@ -38,7 +38,7 @@ def test_lean_step_matches_sync_vector_env(env_id):
 
 def test_training_envs_are_lean_and_refuse_a_finished_env():
     envs = make_vec_env("agentic_rl/PointReach-v0", 1)
-    assert isinstance(envs, LeanSyncVectorEnv)
+    assert isinstance(envs, LeanSyncVectorEnv) and envs.lean
     envs.reset(seed=[0])
     action = np.zeros((1, *envs.single_action_space.shape), dtype=np.float32)
     done = False

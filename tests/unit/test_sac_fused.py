@@ -82,6 +82,13 @@ def test_denormals_are_flushed_inside_the_block_only():
             pass
         assert (tiny * 1.0).item() == 0.0
     assert (tiny * 1.0).item() == pytest.approx(1e-39)
+    learner, batch = _learner("sac", fused=True), _batch()
+    for _ in range(2):  # the second update flushes inside the C++ call, Adam included
+        learner.update(batch)
+    assert (tiny * 1.0).item() == pytest.approx(1e-39)  # and restores the mode after it
+    with sac_fused.denormals_flushed():
+        learner.update(batch)
+        assert (tiny * 1.0).item() == 0.0  # a caller's own flushing survives the call
 
 
 @pytest.mark.parametrize("variant", ["no goal", "no normalisation"])

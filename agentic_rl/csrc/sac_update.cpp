@@ -171,41 +171,52 @@ void check(const Tensor& t, const char* name) {
 // Adam's step for the parameters [actor..., critic..., log_alpha] from the optimiser's state
 // `state` = [exp_avg of each, exp_avg_sq of each, step counters...] (FusedAdam.flat_state),
 // each parameter's learning rate, and hyper = [beta1, beta2, eps, tau]. Empty: no step.
+// Everything is checked here, before any value changes; `count_step` then counts the step
+// (called once, when the gradients are done), and `apply` steps one parameter.
 class AdamStep {
  public:
   AdamStep(TensorList state, at::ArrayRef<double> lrs, at::ArrayRef<double> hyper,
-           int64_t count)
-      : state_(state), lrs_(lrs), count_(count) {
+           TensorList actor, TensorList critic, const Tensor& log_alpha)
+      : state_(state), lrs_(lrs), count_(actor.size() + critic.size() + 1) {
     if (state.empty()) return;
-    TORCH_CHECK(static_cast<int64_t>(state.size()) > 2 * count &&
-                    static_cast<int64_t>(lrs.size()) == count && hyper.size() == 4,
+    TORCH_CHECK(static_cast<int64_t>(state.size()) > 2 * count_ &&
+                    static_cast<int64_t>(lrs.size()) == count_ && hyper.size() == 4,
                 "Adam's state must be [exp_avg x n, exp_avg_sq x n, counters...] with n "
                 "learning rates and [beta1, beta2, eps, tau]");
     for (const Tensor& t : state) check(t, "Adam state");
-    for (size_t c = 2 * count; c < state.size(); ++c) {  // the step counts, shared per group
-      float* counter = ptr(state[c]);
-      for (int64_t k = 0; k < state[c].numel(); ++k) counter[k] += 1.0f;
-    }
-    const double step = ptr(state[2 * count])[0];
+    int64_t index = 0;
+    for (TensorList params : {actor, critic, TensorList(log_alpha)})
+      for (const Tensor& param : params) {
+        TORCH_CHECK(state[index].numel() == param.numel() &&
+                        state[count_ + index].numel() == param.numel(),
+                    "Adam's state does not match the parameters");
+        ++index;
+      }
+    // The step about to be taken; torch computes these (and 1 - beta) in double, then rounds
+    // them to float.
+    const double step = ptr(state[2 * count_])[0] + 1.0;
     beta1_ = hyper[0], beta2_ = hyper[1], eps_ = hyper[2], tau_ = hyper[3];
-    // Torch computes these (and 1 - beta) in double, then rounds them to float.
     bias1_ = 1.0 - std::pow(beta1_, step);
     bias2_sqrt_ = std::sqrt(1.0 - std::pow(beta2_, step));
   }
   explicit operator bool() const { return !state_.empty(); }
 
+  // Add one to every step counter (they are shared per parameter group).
+  void count_step() const {
+    for (size_t c = 2 * count_; c < state_.size(); ++c) {
+      float* counter = ptr(state_[c]);
+      for (int64_t k = 0; k < state_[c].numel(); ++k) counter[k] += 1.0f;
+    }
+  }
+
   // Step parameter `index` (its gradient in grad); with `target`, Polyak-update it too.
   void apply(const Tensor& param, const Tensor& grad, int64_t index,
              const Tensor* target = nullptr) const {
-    const Tensor &exp_avg = state_[index], &exp_avg_sq = state_[count_ + index];
-    TORCH_CHECK(exp_avg.numel() == param.numel() && exp_avg_sq.numel() == param.numel(),
-                "Adam's state does not match the parameters");
-    adam_values(ptr(param), ptr(grad), ptr(exp_avg), ptr(exp_avg_sq), param.numel(),
-                static_cast<float>(1.0 - beta1_), static_cast<float>(beta2_),
+    adam_values(ptr(param), ptr(grad), ptr(state_[index]), ptr(state_[count_ + index]),
+                param.numel(), static_cast<float>(1.0 - beta1_), static_cast<float>(beta2_),
                 static_cast<float>(1.0 - beta2_), static_cast<float>(lrs_[index] / bias1_),
-                static_cast<float>(bias2_sqrt_),
-                static_cast<float>(eps_), target ? ptr(*target) : nullptr,
-                static_cast<float>(tau_));
+                static_cast<float>(bias2_sqrt_), static_cast<float>(eps_),
+                target ? ptr(*target) : nullptr, static_cast<float>(tau_));
   }
 
  private:
@@ -401,8 +412,7 @@ Tensor sac_gradients(const Tensor& obs, const Tensor& next_obs, const std::optio
   const auto options = obs.options();
   const double log_alpha_value = log_alpha.item<double>(), alpha = std::exp(log_alpha_value);
   const int64_t actor_count = static_cast<int64_t>(actor.size());
-  const AdamStep adam(adam_state, adam_lrs, adam_hyper,
-                      actor_count + static_cast<int64_t>(critic.size()) + 1);
+  const AdamStep adam(adam_state, adam_lrs, adam_hyper, actor, critic, log_alpha);
 
   // ---- actor over [s'; s; prototype states]
   Tensor X = scratch("actor_input", 0, {R, d});
@@ -528,9 +538,11 @@ Tensor sac_gradients(const Tensor& obs, const Tensor& next_obs, const std::optio
   }
   Tensor grad_action =
       ensemble_backward(critic, critic_grads, critic_input, critic_hidden, grad_q, B, a);
-  if (adam)  // nothing below reads the critic
+  if (adam) {  // nothing below reads the critic
+    adam.count_step();
     for (size_t i = 0; i < critic.size(); ++i)
       adam.apply(critic[i], critic_grads[i], actor_count + i, &target[i]);
+  }
 
   // ---- through the tanh-Gaussian (and the distillation term) to the heads' outputs
   // [B + P, 2a] (mean, then pre-tanh log-std; no log-std gradient on prototype rows):

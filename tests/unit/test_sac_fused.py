@@ -132,3 +132,16 @@ def test_adam_and_target_update_in_the_fused_call_match_torchs():
     for key, value in outside_state.items():
         assert float(inside_state[key]["step"]) == float(value["step"]) == 4.0
         assert torch.allclose(inside_state[key]["exp_avg_sq"], value["exp_avg_sq"], rtol=1e-6)
+
+
+def test_a_rejected_update_changes_nothing():
+    learner, batch = _learner("sac", fused=True), _batch()
+    for _ in range(2):  # from the second update on, Adam runs inside the C++ call
+        learner.update(batch)
+    before = [p.detach().clone() for p in _params(learner)]
+    steps = [float(s["step"]) for s in learner.optimizer.state_dict()["state"].values()]
+    bad = {**batch, "obs": batch["obs"][:, :5], "next_obs": batch["next_obs"][:, :5]}
+    with pytest.raises(RuntimeError, match=r"observations must be \[rows, 6\]"):
+        learner.update(bad)  # found after Adam's state was checked, before anything changed
+    assert all(a.equal(b) for a, b in zip(_params(learner), before, strict=True))
+    assert [float(s["step"]) for s in learner.optimizer.state_dict()["state"].values()] == steps

@@ -118,9 +118,9 @@ def denormals_flushed() -> Iterator[None]:
 
 
 class FusedSAC:
-    """One learner's fused calls: ``gradients`` is ``sac_grads.sac_gradients`` in one C++ call
-    (the same gradients written into ``.grad`` of every parameter, the same losses and
-    statistics returned as 0-dim tensors); ``act`` is the actor's acting forward. The
+    """One learner's fused calls: ``update`` is one whole SAC step (``sac_grads.sac_gradients``,
+    the same gradients written into ``.grad`` of every parameter, then Adam and the target
+    update), ``gradients`` the C++ call behind it, ``act`` the actor's acting forward. The
     parameter lists are gathered once (parameters keep their identity; loading a checkpoint
     copies into them)."""
 

@@ -15,12 +15,12 @@ import torch
 
 
 def to_tensors(obs: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-    """float32 copies (the vector env hands out its own buffers, overwritten by the next step);
-    ``astype`` then ``from_numpy`` is a third of ``torch.as_tensor``'s cost per array."""
-    return {k: torch.from_numpy(np.asarray(v).astype(np.float32)) for k, v in obs.items()}
+    """float32 copies (the vector env hands out its own buffers, overwritten by the next step)."""
+    return {k: _float_tensor(v) for k, v in obs.items()}
 
 
 def _float_tensor(values: np.ndarray) -> torch.Tensor:
+    """A float32 copy; ``astype`` then ``from_numpy`` is a third of ``torch.as_tensor``'s cost."""
     return torch.from_numpy(np.asarray(values).astype(np.float32))
 
 

@@ -1,10 +1,9 @@
 // SAC's (and OPD's MSE distillation's) gradients in one call, optionally with Adam's step and
 // the target critic's Polyak update: the arithmetic of agentic_rl/algos/sac_grads.py without
-// its ~600 tensor operations, from the raw batch. The
-// observations are normalised here; every matrix product is one BLAS sgemm on raw pointers
-// (the BLAS torch links, MKL on x86); bias, ReLU, ReLU-backward and bias-gradient sums are
-// plain loops over the products' outputs; the tanh-Gaussian's transcendental functions use
-// ATen's vectorised kernels on [2B, a] tensors.
+// its ~600 tensor operations, from the raw batch. The observations are normalised here; every
+// matrix product is one BLAS sgemm on raw pointers (the BLAS torch links, MKL on x86); bias,
+// ReLU, ReLU-backward and bias-gradient sums are plain loops over the products' outputs; the
+// tanh-Gaussian's transcendental functions use ATen's vectorised kernels on [2B, a] tensors.
 //
 // Registered as torch.ops.agentic_rl.sac_gradients, sac_act (the actor's forward for acting)
 // and set_flush_denormal; agentic_rl/algos/sac_fused.py builds this file and calls them. float32,

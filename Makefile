@@ -18,8 +18,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
+# fast-downward-textworld (an alfworld dependency) builds with a bare `python build.py`;
+# the venv's bin must come first on PATH or a pyenv shim picks another interpreter.
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/pip install -q -e ".[test,alfworld]"
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pip install -q -e ".[test,alfworld]"
 	touch $@
 
 install: $(VENV)/.installed

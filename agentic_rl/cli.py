@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from agentic_rl.algos import HIERARCHICAL_OFF_POLICY, ON_POLICY, TEXT
+from agentic_rl.algos import ON_POLICY, TEXT
 from agentic_rl.config import ConfigError
 
 RUNS_DIR = "runs"
@@ -21,7 +21,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from agentic_rl.envs.make import EnvError
     from agentic_rl.experts.demos import DemoError
     from agentic_rl.plan.planners import PlannerError
-    from agentic_rl.train.checkpoint import CheckpointError
+    from agentic_rl.data.checkpoint import CheckpointError
     from agentic_rl.verify.spec import PropertyError
 
     return (ConfigError, EnvError, DemoError, CheckpointError, FileNotFoundError,
@@ -52,10 +52,10 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
     from agentic_rl.config import validate_config
     from agentic_rl.envs.make import make_env
-    from agentic_rl.train.checkpoint import latest_checkpoint, load_learner
+    from agentic_rl.data.checkpoint import latest_checkpoint, load_learner
     from agentic_rl.train.evaluate import evaluate
     from agentic_rl.train.safety import build_safety
-    from agentic_rl.train.setup import build_algo, spaces_of
+    from agentic_rl.train.setup import build_algo
 
     run_dir = Path(args.run_dir)
     config_path = run_dir / "config.yaml"
@@ -85,12 +85,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
         return
     env = make_env(config.environment.name, config.environment.kwargs,
                    config.environment.goal_region)
-    if config.algorithm.name in HIERARCHICAL_OFF_POLICY:
-        from agentic_rl.train.hier_run import build_hgpo_sac
-
-        algo = build_hgpo_sac(config, env)
-    else:
-        algo = build_algo(config, spaces_of(env))
+    algo = build_algo(config, env)
     load_learner(algo, latest_checkpoint(run_dir))
     safety = build_safety(config, env)
     shield = safety.eval_shield if safety and not args.no_shield else None
@@ -106,7 +101,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
 def eval_onpolicy(config, run_dir: Path, episodes: int, seed: int) -> dict:
     """Deterministic evaluation of a PPO/HGPO run's latest checkpoint."""
-    from agentic_rl.train.checkpoint import latest_checkpoint, load_learner
+    from agentic_rl.data.checkpoint import latest_checkpoint, load_learner
     from agentic_rl.train.onpolicy import evaluate
     from agentic_rl.train.onpolicy_run import EVAL_ENVS, build_onpolicy
 

@@ -38,9 +38,8 @@ from agentic_rl.config import validate_config
 from agentic_rl.envs.gridworld import ENV_IDS, BatchGridWorld
 from agentic_rl.envs.make import make_env
 from agentic_rl.envs.mazes import MAZE_IDS, make_maze
-from agentic_rl.train.checkpoint import latest_checkpoint, load_learner
+from agentic_rl.data.checkpoint import latest_checkpoint, load_learner
 from agentic_rl.train.evaluate import EVAL_SEED_OFFSET
-from agentic_rl.train.hier_run import build_hgpo_sac
 from agentic_rl.train.onpolicy import evaluate, train_onpolicy
 from agentic_rl.train.run import train
 
@@ -109,7 +108,7 @@ def run_offpolicy(config: dict[str, Any], seed: int, budget: int,
         if goal_plot is not None and validated.algorithm.name == "hgpo_sac":
             env_cfg = validated.environment
             env = make_env(env_cfg.name, env_cfg.kwargs, env_cfg.goal_region)
-            algo = build_hgpo_sac(validated, env)
+            algo = HGPOSAC.from_config(validated, env)
             load_learner(algo, latest_checkpoint(run_dir))
             plot_goals(subgoal_traces(algo, env), goal_plot, grid=False)
     return {"success": summary["success_rate"], "success_stochastic": None, "curve": curve,
@@ -132,7 +131,7 @@ def phi_traces(algo: HGPO, env: gym.vector.VectorEnv, episodes: int = 3):
         first, state, phis, goals, done = np.ones(1, bool), None, [], [], False
         while not done:
             tensors = to_tensors(obs, info, first)
-            action, state, extras = algo.act(tensors, state, deterministic=False)
+            action, state, extras = algo.act(tensors, state, "explore")
             phis.append(algo.phi(tensors)[0])
             if extras["new_goal"][0]:
                 goals.append(extras["goal"][0])
@@ -155,7 +154,7 @@ def subgoal_traces(algo: HGPOSAC, env: gym.Env, episodes: int = 3):
         state, positions, goals, done = None, [], [], False
         while not done:
             tensors = {k: torch.as_tensor(v)[None] for k, v in obs.items()}
-            action, state, extras = algo.act(tensors, state, deterministic=True)
+            action, state, extras = algo.act(tensors, state, "deterministic")
             positions.append(tensors["achieved_goal"][0])
             if extras["new_goal"][0]:
                 goals.append(extras["goal"][0])

@@ -26,7 +26,7 @@ from common import markdown_table, write_json  # noqa: E402
 
 from agentic_rl.collect.collector import Collector  # noqa: E402
 from agentic_rl.config import validate_config  # noqa: E402
-from agentic_rl.train.loop import on_episode_end, sample_batch  # noqa: E402
+from agentic_rl.data.storage import StepRecord  # noqa: E402
 from agentic_rl.train.setup import build_run  # noqa: E402
 
 
@@ -69,7 +69,6 @@ def profile(net: list[int], steps: int, algo: str, warmup: int = 300,
     run = build_run(config, Path(folder))
     collector = Collector(run.envs, run.rng)
     collector.reset_all()
-    run.collector_goals = collector.obs["desired_goal"]
     seconds: dict[str, float] = defaultdict(float)
     parts: dict[str, float] = defaultdict(float)
     if update_parts:
@@ -78,18 +77,18 @@ def profile(net: list[int], steps: int, algo: str, warmup: int = 300,
         if step == warmup:
             parts.clear()
         marks = [time.perf_counter()]
-        env_action, _, extras = run.algo.act(collector.obs, None, deterministic=False)
+        env_action, _, extras = run.algo.act(collector.obs, None, "explore")
         marks.append(time.perf_counter())
         transition, end, finished = collector.step(env_action, extras["unit_action"])
         marks.append(time.perf_counter())
-        run.replay.add(transition, end)
+        observed = run.storage.add(StepRecord(transition, extras, end, finished, collector.obs))
         marks.append(time.perf_counter())
-        for episode in finished:
-            on_episode_end(run, episode)
+        for episode in observed:
+            run.algo.observe(episode)
         marks.append(time.perf_counter())
-        if run.replay.num_sampleable() == 0 and run.demo_replay is None:
+        if run.storage.replay.num_sampleable() == 0 and not run.storage.warm:
             continue
-        batch = sample_batch(run, 256)
+        batch = run.storage.sample(None, run.sample_generator)
         marks.append(time.perf_counter())
         run.algo.update(batch)
         marks.append(time.perf_counter())

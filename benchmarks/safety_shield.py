@@ -19,11 +19,11 @@ from common import markdown_table, write_json  # noqa: E402
 
 from agentic_rl.config import load_config  # noqa: E402
 from agentic_rl.envs.make import make_env  # noqa: E402
-from agentic_rl.train.checkpoint import latest_checkpoint, load_learner  # noqa: E402
+from agentic_rl.data.checkpoint import latest_checkpoint, load_learner  # noqa: E402
 from agentic_rl.train.evaluate import evaluate  # noqa: E402
 from agentic_rl.train.run import train  # noqa: E402
 from agentic_rl.train.safety import build_safety  # noqa: E402
-from agentic_rl.train.setup import build_algo, spaces_of  # noqa: E402
+from agentic_rl.train.setup import build_algo  # noqa: E402
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "opd_fetch_reach_safe.yaml"
 
@@ -40,7 +40,7 @@ def trained(run_dir: Path, shielded: bool, seed: int):
 def evaluate_run(config, run_dir: Path, episodes: int, shield: bool) -> dict:
     env = make_env(config.environment.name, config.environment.kwargs,
                    config.environment.goal_region)
-    algo = build_algo(config, spaces_of(env))
+    algo = build_algo(config, env)
     load_learner(algo, latest_checkpoint(run_dir))
     forced = config.model_copy(update={"verification": config.verification.model_copy(
         update={"shield_eval": True})})

@@ -32,7 +32,7 @@ from common import markdown_table, write_json  # noqa: E402
 
 from agentic_rl.collect.collector import Collector  # noqa: E402
 from agentic_rl.config import validate_config  # noqa: E402
-from agentic_rl.train.loop import on_episode_end, sample_batch  # noqa: E402
+from agentic_rl.data.storage import StepRecord  # noqa: E402
 from agentic_rl.train.setup import build_run  # noqa: E402
 
 ENV_ID = "FetchReach-v4"
@@ -106,13 +106,12 @@ def build_filled_run(hidden: list[int], batch: int, threads: int, fill_steps: in
     run = build_run(config, Path(tempfile.mkdtemp()))
     collector = Collector(run.envs, run.rng)
     collector.reset_all()
-    run.collector_goals = collector.obs["desired_goal"]
     for _ in range(fill_steps):
-        env_action, _, extras = run.algo.act(collector.obs, None, deterministic=False)
+        env_action, _, extras = run.algo.act(collector.obs, None, "explore")
         transition, end, finished = collector.step(env_action, extras["unit_action"])
-        run.replay.add(transition, end)
-        for episode in finished:
-            on_episode_end(run, episode)
+        for episode in run.storage.add(StepRecord(transition, extras, end, finished,
+                                                  collector.obs)):
+            run.algo.observe(episode)
     return run
 
 
@@ -120,7 +119,7 @@ def updates_per_s(run, batch: int, seconds: float) -> float:
     """Our update rate: a fresh HER batch per update (sampling not timed)."""
     elapsed, count = 0.0, 0
     while elapsed < seconds:
-        sampled = sample_batch(run, batch)
+        sampled = run.storage.sample(None, run.sample_generator)  # config's batch_size
         started = time.perf_counter()
         run.algo.update(sampled)
         elapsed += time.perf_counter() - started

@@ -19,7 +19,7 @@ from common import markdown_table, write_json  # noqa: E402
 
 from agentic_rl.config import load_config  # noqa: E402
 from agentic_rl.envs.gridworld import GridWorldEnv  # noqa: E402
-from agentic_rl.train.checkpoint import latest_checkpoint, load_learner  # noqa: E402
+from agentic_rl.data.checkpoint import latest_checkpoint, load_learner  # noqa: E402
 from agentic_rl.train.onpolicy_run import build_onpolicy  # noqa: E402
 from agentic_rl.train.run import train  # noqa: E402
 from agentic_rl.verify.finite import gridworld_system, verify_finite  # noqa: E402
@@ -35,7 +35,7 @@ def greedy(algo, core):
         tensors = {k: torch.as_tensor(v) for k, v in obs.items()}
         if allowed is not None:
             tensors["action_mask"] = torch.as_tensor(allowed)
-        action, _, _ = algo.act(tensors, None, deterministic=True)
+        action, _, _ = algo.act(tensors, None, "deterministic")
         return action.numpy().astype(np.int64)
 
     return policy

@@ -1,4 +1,9 @@
-"""Learners by config name. Each entry builds an object following ``algos.base.Algorithm``."""
+"""Learners by config name.
+
+``LOOP_ALGORITHMS`` entries follow ``algos.base.Algorithm`` and train in the shared loop
+(``train.loop``); each builds itself with ``from_config(config, env)``. On-policy and text
+learners still have their own drivers (``train.onpolicy_run``, ``train.text_run``).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,6 @@ from agentic_rl.algos.ppo import PPO
 from agentic_rl.algos.sac import SAC
 from agentic_rl.algos.text_opd import TextOPD
 
-OFF_POLICY = {"sac": SAC, "opd": OPD}
+LOOP_ALGORITHMS = {"sac": SAC, "opd": OPD, "hgpo_sac": HGPOSAC}
 ON_POLICY = {"ppo": PPO, "hgpo": HGPO}
-HIERARCHICAL_OFF_POLICY = {"hgpo_sac": HGPOSAC}  # two SAC levels, own loop (train.hier_run)
-TEXT = {"text_opd": TextOPD}  # admissible-command text envs (ALFWorld), own loop
+TEXT = {"text_opd": TextOPD}  # admissible-command text envs (ALFWorld)

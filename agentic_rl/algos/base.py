@@ -1,38 +1,62 @@
-"""The algorithm contract every learner follows (see DESIGN.md).
+"""The algorithm contract every learner of the training loop follows (see DESIGN.md).
 
 An algorithm never steps an environment, writes a file or logs: the loop in ``agentic_rl.train``
-does that. ``update`` is the only training entry point and returns plain float metrics with
-namespaced keys (``losses/...``, ``train/...``).
+does that. The loop writes every env step, with the extras ``act`` returned, into the storage
+the algorithm declared (``make_storage``); ``update`` is the only training entry point and
+returns plain float metrics with namespaced keys (``losses/...``, ``train/...``).
+``check_algorithm`` runs when a run builds its learner, so a class that breaks the contract
+fails there with the missing piece named, not deep inside the loop.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+import inspect
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import torch
+
+from agentic_rl.data.storage import Storage, StorageSpec
+
+ActMode = Literal["explore", "deterministic", "random"]
+ACT_MODES = ("explore", "deterministic", "random")
 
 
 @runtime_checkable
 class Algorithm(Protocol):
-    """What the collector, loop, evaluator and checkpointer rely on."""
+    """What the loop, evaluator and checkpointer rely on."""
 
-    def act(
-        self, obs: dict[str, torch.Tensor], state: Any, deterministic: bool
-    ) -> tuple[torch.Tensor, Any, dict[str, torch.Tensor]]:
+    def act(self, obs: dict[str, torch.Tensor], state: Any, mode: ActMode
+            ) -> tuple[torch.Tensor, Any, dict[str, torch.Tensor]]:
         """Choose actions for a batch of observations.
 
         Args:
-            obs: observation tensors with a leading env dimension ``[N, ...]`` (raw, unnormalised).
+            obs: observation tensors with a leading env dimension ``[N, ...]`` (raw,
+                unnormalised), plus ``is_first [N]`` (the env just reset).
             state: recurrent / hierarchical state carried between steps (``None`` at start).
-            deterministic: evaluation mode (no exploration noise).
+            mode: ``explore`` (training), ``deterministic`` (evaluation) or ``random``
+                (uniform actions before learning starts).
 
         Returns:
-            ``(action [N, act_dim] in env units, new state, extras to store with the transition)``.
+            ``(action [N, ...] in env units, new state, extras)``; ``extras["unit_action"]``
+            is the action as the storage keeps it.
         """
         ...
 
+    def executed(self, extras: dict[str, torch.Tensor], env_action: torch.Tensor
+                 ) -> dict[str, torch.Tensor]:
+        """``extras`` for an action a shield replaced: the learner learns what ran."""
+        ...
+
+    def make_storage(self, spec: StorageSpec) -> Storage:
+        """The storage the loop fills for this learner."""
+        ...
+
+    def observe(self, episode: Any) -> None:
+        """Statistics (normalisers) from one finished episode as the storage returned it."""
+        ...
+
     def update(self, batch: Any) -> dict[str, float]:
-        """One gradient step (or one epoch for on-policy learners); returns metrics."""
+        """One gradient step on a batch from the storage; returns metrics."""
         ...
 
     def state_dict(self) -> dict[str, Any]:
@@ -42,3 +66,25 @@ class Algorithm(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Inverse of ``state_dict``."""
         ...
+
+
+CONTRACT = ("act", "executed", "make_storage", "observe", "update", "state_dict",
+            "load_state_dict")
+
+
+def check_algorithm(algo: Any) -> None:
+    """Raise ``TypeError`` naming what ``algo`` lacks of the contract."""
+    name = type(algo).__name__
+    missing = [m for m in CONTRACT if not callable(getattr(algo, m, None))]
+    if missing:
+        raise TypeError(f"{name} does not follow agentic_rl.algos.base.Algorithm: it has no "
+                        f"{', '.join(missing)}")
+    parameters = list(inspect.signature(algo.act).parameters)
+    if parameters[:3] != ["obs", "state", "mode"]:
+        raise TypeError(f"{name}.act must take (obs, state, mode); it takes "
+                        f"({', '.join(parameters)})")
+
+
+def check_mode(mode: str) -> None:
+    if mode not in ACT_MODES:
+        raise ValueError(f"act mode must be one of {ACT_MODES}, got {mode!r}")

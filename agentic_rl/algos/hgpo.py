@@ -20,6 +20,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentic_rl.algos import hgpo_losses, losses
+from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.ppo import ActionScaler, PPOUpdateConfig, flat_obs, ppo_epochs, space_dim
 from agentic_rl.data.hierarchical import ManagerSegments, manager_segments, period_ends
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
@@ -164,11 +165,15 @@ class HGPO:
             return self.scaler.to_env(self.worker.sample(x, goal, mask, self.generator)[0])
 
     def act(
-        self, obs: dict[str, torch.Tensor], state: HGPOState | None, deterministic: bool
+        self, obs: dict[str, torch.Tensor], state: HGPOState | None, mode: ActMode = "explore"
     ) -> tuple[torch.Tensor, HGPOState, dict[str, torch.Tensor]]:
         """One step for ``N`` envs; new goals where ``is_first``, the period ran out, or after an
         update. Extras: ``goal``, ``new_goal``, ``goal_log_prob``, ``manager_value``,
         ``prev_goal``, ``has_prev_goal``, worker ``log_prob``, ``value``, ``policy_action``."""
+        check_mode(mode)
+        if mode == "random":
+            raise ValueError(f"{type(self).__name__} has no random-action phase")
+        deterministic = mode == "deterministic"
         cfg = self.config
         x_m = flat_obs(obs, cfg.manager_obs_keys)
         n = x_m.shape[0]

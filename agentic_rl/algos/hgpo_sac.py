@@ -3,8 +3,8 @@
 The Manager is a goal-conditioned SAC whose action is a subgoal in the env's achieved-goal
 space (a box ``[-goal_scale, goal_scale]^G``); it picks one at episode start and every
 ``period`` steps. The Worker is a goal-conditioned SAC that chases the current subgoal. Both
-learn from their own replay with hindsight relabelling (``train.hier_run`` collects the
-data): the Worker's transitions store the subgoal as their desired goal, so HER teaches it to
+learn from their own replay with hindsight relabelling (``data.period_storage`` keeps
+the data): the Worker's transitions store the subgoal as their desired goal, so HER teaches it to
 reach any achieved goal; a Manager transition spans one period (start observation, subgoal,
 env reward summed over the period, observation at the period's end). Off-policy correction
 for the Manager: with probability ``hindsight_actions`` a stored subgoal is replaced by the
@@ -21,8 +21,13 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.hgpo import level_metrics
+from agentic_rl.algos.spaces import resolve_device, spaces_of
 from agentic_rl.algos.sac import SAC, HERConfig, SACConfig, SACNetworkConfig
+from agentic_rl.data.period_storage import LevelSettings, PeriodStorage
+from agentic_rl.data.replay_storage import episode_states
+from agentic_rl.data.storage import StorageSpec
 
 
 class SACLevelConfig(SACNetworkConfig):
@@ -106,6 +111,15 @@ class HGPOSAC:
         self.manager = level(cfg.manager, goal_dim, -bound, bound)
         self.worker = level(cfg.worker, act_dim, spaces["action_low"], spaces["action_high"])
         self.generator = torch.Generator().manual_seed(seed)
+        self.goal_fns = None  # the env's goal functions, from the storage spec
+
+    @classmethod
+    def from_config(cls, config: Any, env: Any) -> HGPOSAC:
+        """The learner of an experiment config for a single goal env's spaces."""
+        box = spaces_of(env)  # checks for a goal Dict observation and a Box action
+        box["obs"] = {k: int(np.prod(s.shape)) for k, s in env.observation_space.spaces.items()}
+        return cls(config.algorithm, box, resolve_device(config.training.device),
+                   config.environment.clip_obs, seed=config.training.seed)
 
     # ----------------------------------------------------------------------------- acting
     def manager_obs(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -118,15 +132,17 @@ class HGPOSAC:
 
     @torch.no_grad()
     def act(self, obs: dict[str, torch.Tensor], state: SubgoalState | None,
-            deterministic: bool = False, uniform: bool = False):
+            mode: ActMode = "explore"):
         """One step for ``N`` envs. A new subgoal where ``state`` is None, ``obs["is_first"]``
-        is set or the period ran out. ``uniform`` draws subgoals and actions uniformly (the
-        random phase before learning starts).
+        is set or the period ran out; ``mode="random"`` draws subgoals and actions uniformly
+        (the phase before learning starts).
 
         Returns:
             ``(env action [N, act_dim], new state, extras)`` with extras ``unit_action``
-            (Worker, [-1, 1]), ``goal`` / ``goal_unit`` ``[N, G]`` and ``new_goal [N]``.
+            (Worker, [-1, 1]), ``goal`` / ``goal_unit`` ``[N, G]``, ``new_goal [N]`` and
+            ``period_end [N]`` (the subgoal's last step).
         """
+        check_mode(mode)
         n = obs["desired_goal"].shape[0]
         if state is None:
             zeros = torch.zeros(n, self.goal_dim)
@@ -136,35 +152,56 @@ class HGPOSAC:
             new = new | obs["is_first"].bool()
         goal, goal_unit = state.goal, state.goal_unit
         if new.any():
-            if uniform:
-                proposal_unit = torch.rand((n, self.goal_dim), generator=self.generator) * 2 - 1
-            else:
-                _, _, extras = self.manager.act(self.manager_obs(obs), None, deterministic)
-                proposal_unit = extras["unit_action"]
+            _, _, extras = self.manager.act(self.manager_obs(obs), None, mode)
+            proposal_unit = extras["unit_action"]
             proposal = self.manager.unit_to_env(proposal_unit)
             goal = torch.where(new[:, None], proposal, goal)
             goal_unit = torch.where(new[:, None], proposal_unit, goal_unit)
-        if uniform:
-            act_dim = self.worker.action_low.shape[0]
-            unit = torch.rand((n, act_dim), generator=self.generator) * 2 - 1
-            action = self.worker.unit_to_env(unit)
-        else:
-            action, _, extras = self.worker.act(self.worker_obs(obs, goal), None, deterministic)
-            unit = extras["unit_action"]
+        action, _, extras = self.worker.act(self.worker_obs(obs, goal), None, mode)
         step = torch.where(new, 1, state.step_in_period + 1)
-        extras = {"unit_action": unit, "goal": goal, "goal_unit": goal_unit, "new_goal": new}
+        extras = {"unit_action": extras["unit_action"], "goal": goal, "goal_unit": goal_unit,
+                  "new_goal": new, "period_end": step >= self.config.period}
         return action, SubgoalState(goal, goal_unit, step), extras
 
-    def observe(self, worker_steps: dict[str, torch.Tensor],
-                manager_steps: dict[str, torch.Tensor]) -> None:
-        """Normaliser statistics from one finished episode: its Worker and Manager transitions
-        as the replay stores them (fields ``[L, ...]``)."""
-        for sac, steps in ((self.worker, worker_steps), (self.manager, manager_steps)):
-            sac.observe({
-                "observation": torch.cat([steps["obs"], steps["next_obs"][-1:]]),
-                "achieved_goal": torch.cat([steps["achieved_goal"],
-                                            steps["next_achieved_goal"][-1:]]),
-                "desired_goal": steps["desired_goal"]})
+    def executed(self, extras: dict[str, torch.Tensor], env_action: torch.Tensor
+                 ) -> dict[str, torch.Tensor]:
+        return {**extras, "unit_action": self.worker.env_to_unit(env_action)}
+
+    def rows(self, transition: dict[str, torch.Tensor], extras: dict[str, torch.Tensor]):
+        """``(Worker row, Manager input before, Manager input after)`` of one env step: the
+        Worker's row has the subgoal as its goal, reward and termination against it."""
+        goal_fns = self.goal_fns
+        keys_now = {"observation": transition["obs"],
+                    "achieved_goal": transition["achieved_goal"],
+                    "desired_goal": transition["desired_goal"]}
+        keys_next = {"observation": transition["next_obs"],
+                     "achieved_goal": transition["next_achieved_goal"],
+                     "desired_goal": transition["desired_goal"]}
+        goal, reached = extras["goal"], transition["next_achieved_goal"]
+        row = {"obs": level_input(keys_now, self.config.worker.obs_keys),
+               "achieved_goal": transition["achieved_goal"], "desired_goal": goal,
+               "action": extras["unit_action"], "reward": goal_fns.reward_fn(reached, goal),
+               "next_obs": level_input(keys_next, self.config.worker.obs_keys),
+               "next_achieved_goal": reached,
+               "terminated": (goal_fns.success_fn(reached, goal) if goal_fns.terminates_on_success
+                              else torch.zeros(goal.shape[0]))}
+        keys = self.config.manager.obs_keys
+        return row, level_input(keys_now, keys), level_input(keys_next, keys)
+
+    def make_storage(self, spec: StorageSpec) -> PeriodStorage:
+        self.goal_fns = spec.goal_fns
+        levels = {name: LevelSettings(
+            sac.obs_normalizer.mean.shape[0], self.goal_dim, sac.action_low.shape[0],
+            level_cfg.batch_size, level_cfg.her, level_cfg.update_every)
+            for name, sac, level_cfg in (("worker", self.worker, self.config.worker),
+                                         ("manager", self.manager, self.config.manager))}
+        return PeriodStorage(spec, levels, self.config.period, self.rows)
+
+    def observe(self, episode: dict[str, dict[str, torch.Tensor]]) -> None:
+        """Normaliser statistics from one finished episode: its ``worker`` and ``manager``
+        transitions as the storage keeps them (fields ``[L, ...]``)."""
+        for sac, steps in ((self.worker, episode["worker"]), (self.manager, episode["manager"])):
+            sac.observe(episode_states(steps))
 
     # ----------------------------------------------------------------------------- learning
     def update(self, batch: dict[str, dict[str, torch.Tensor]]) -> dict[str, float]:

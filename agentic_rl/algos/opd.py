@@ -54,6 +54,9 @@ class OPD(SAC):
         weight = self.config.opd_alpha
         return weight.value(self.num_updates) if isinstance(weight, Schedule) else float(weight)
 
+    def distill_batch_size(self) -> int:
+        return self.config.prototype_batch_size
+
     # ----------------------------------------------------------- hand-written gradients
     def manual_gradients_for(self, batch: Batch) -> bool:
         """``sac_grads`` covers the MSE distillation term without the Q-filter."""

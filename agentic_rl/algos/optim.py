@@ -138,3 +138,15 @@ class FusedAdam(torch.optim.Adam):
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         super().add_param_group(param_group)
         self._plan = None
+
+
+def merge_optimizer_states(states: list[dict[str, Any]]) -> dict[str, Any]:
+    """One optimiser state dict from several, their parameter groups in the given order."""
+    merged: dict[str, Any] = {"state": {}, "param_groups": []}
+    offset = 0
+    for state in states:
+        for group in state["param_groups"]:
+            merged["param_groups"].append({**group, "params": [i + offset for i in group["params"]]})
+        merged["state"].update({i + offset: v for i, v in state["state"].items()})
+        offset += sum(len(group["params"]) for group in state["param_groups"])
+    return merged

@@ -17,6 +17,7 @@ from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
+from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.hgpo_losses import normalize_advantages, ppo_policy_loss, value_loss
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
 from agentic_rl.nets.categorical import ValueHead, make_policy_head
@@ -180,9 +181,13 @@ class PPO:
         self.generator = torch.Generator().manual_seed(seed)
 
     def act(
-        self, obs: dict[str, torch.Tensor], state: Any, deterministic: bool
+        self, obs: dict[str, torch.Tensor], state: Any, mode: ActMode = "explore"
     ) -> tuple[torch.Tensor, Any, dict[str, torch.Tensor]]:
         """Actions for ``N`` envs; extras ``log_prob [N]``, ``value [N]``, ``policy_action``."""
+        check_mode(mode)
+        if mode == "random":
+            raise ValueError(f"{type(self).__name__} has no random-action phase")
+        deterministic = mode == "deterministic"
         x = flat_obs(obs, self.config.obs_keys)
         mask = obs.get("action_mask")
         with torch.no_grad():

@@ -12,11 +12,16 @@ import contextlib
 import copy
 from typing import Any, Literal
 
+import gymnasium as gym
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentic_rl.algos import losses, sac_fused, sac_grads
-from agentic_rl.algos.optim import FusedAdam
+from agentic_rl.algos.base import ActMode, check_mode
+from agentic_rl.algos.optim import FusedAdam, merge_optimizer_states
+from agentic_rl.algos.spaces import resolve_device, spaces_of
+from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage, demo_episodes
+from agentic_rl.data.storage import StorageSpec
 from agentic_rl.nets.actors import TanhGaussianActor
 from agentic_rl.nets.critics import EnsembleQ, frozen_alias
 from agentic_rl.nets.normalizer import RunningNormalizer
@@ -71,7 +76,7 @@ class SAC:
 
     def __init__(self, config: SACConfig, agent: Any, spaces: dict[str, Any], device: str = "cpu",
                  clip_obs: float = 5.0, normalize: tuple[bool, bool] = (True, True)) -> None:
-        self.config, self.device = config, torch.device(device)
+        self.config, self.agent, self.device = config, agent, torch.device(device)
         obs_dim, goal_dim, act_dim = spaces["obs_dim"], spaces["goal_dim"], spaces["act_dim"]
         self.action_low = torch.as_tensor(spaces["action_low"], dtype=torch.float32)
         self.action_high = torch.as_tensor(spaces["action_high"], dtype=torch.float32)
@@ -108,6 +113,14 @@ class SAC:
         self.fused_update: bool | None = None if agent.fused_update else False  # None: not yet
         self.fused_calls: sac_fused.FusedSAC | None = None
 
+    @classmethod
+    def from_config(cls, config: Any, env: gym.Env) -> SAC:
+        """The learner of an experiment config (``ExperimentConfig``) for ``env``'s spaces."""
+        env_cfg = config.environment
+        return cls(config.algorithm, config.agent, spaces_of(env),
+                   resolve_device(config.training.device), env_cfg.clip_obs,
+                   (env_cfg.normalize_obs, env_cfg.normalize_goal))
+
     # ----------------------------------------------------------------------------- acting
     def modules(self) -> dict[str, torch.nn.Module]:
         """Every module whose parameters or buffers belong in a checkpoint."""
@@ -129,8 +142,14 @@ class SAC:
         return 2.0 * (action - self.action_low) / (self.action_high - self.action_low) - 1.0
 
     @torch.no_grad()
-    def act(self, obs: dict[str, torch.Tensor], state: Any = None, deterministic: bool = False):
+    def act(self, obs: dict[str, torch.Tensor], state: Any = None, mode: ActMode = "explore"):
         """Actions ``[N, act_dim]`` in env units plus ``extras["unit_action"]`` in [-1, 1]."""
+        check_mode(mode)
+        if mode == "random":
+            shape = (obs["observation"].shape[0], self.action_low.shape[0])
+            unit = (torch.rand(shape, generator=self.generator, device=self.device) * 2 - 1).cpu()
+            return self.unit_to_env(unit), state, {"unit_action": unit}
+        deterministic = mode == "deterministic"
         fused = self.fused()
         if fused is not None:
             unit = fused.act(obs["observation"], obs.get("desired_goal"), deterministic)
@@ -140,6 +159,33 @@ class SAC:
             unit = (self.actor.deterministic(x) if deterministic
                     else self.actor.sample_action(x, self.generator)).cpu()
         return self.unit_to_env(unit), state, {"unit_action": unit}
+
+    def executed(self, extras: dict[str, torch.Tensor], env_action: torch.Tensor
+                 ) -> dict[str, torch.Tensor]:
+        return {**extras, "unit_action": self.env_to_unit(env_action)}
+
+    def distill_batch_size(self) -> int | None:
+        """Prototype transitions per batch (``None``: SAC distils nothing)."""
+        return None
+
+    def make_storage(self, spec: StorageSpec) -> ReplayStorage:
+        """Replay with HER; with demos (``agent.prototype_data_path``, always for OPD) a demo
+        replay and expert prototypes, whose states feed the normalisers here."""
+        cfg, agent = self.config, self.agent
+        distill_batch = self.distill_batch_size()
+        storage = ReplayStorage(spec, ReplaySettings(
+            self.obs_normalizer.mean.shape[0], self.goal_normalizer.mean.shape[0]
+            if self.goal_conditioned else 0, self.action_low.shape[0], cfg.batch_size,
+            cfg.updates_per_step, cfg.her, distill_batch,
+            distill_batch is not None and agent.self_prototypes, agent.self_prototype_capacity),
+            agent)
+        if distill_batch is not None or agent.prototype_data_path:
+            demos = demo_episodes(spec, agent, self.env_to_unit)
+            storage.add_demos(demos)
+            self.observe({key: torch.cat([e[field] for _, e, _, _ in demos]) for key, field in (
+                ("observation", "obs"), ("desired_goal", "desired_goal"),
+                ("achieved_goal", "achieved_goal"))})
+        return storage
 
     def observe(self, obs: dict[str, torch.Tensor]) -> None:
         """Update the normaliser statistics with raw observations ``[T, ...]`` (the loop calls
@@ -284,15 +330,3 @@ class SAC:
             self.log_alpha.copy_(state["log_alpha"])
         self.generator.set_state(state["generator_state"])
         self.num_updates = int(state["num_updates"])
-
-
-def merge_optimizer_states(states: list[dict[str, Any]]) -> dict[str, Any]:
-    """One optimiser state dict from several, their parameter groups in the given order."""
-    merged: dict[str, Any] = {"state": {}, "param_groups": []}
-    offset = 0
-    for state in states:
-        for group in state["param_groups"]:
-            merged["param_groups"].append({**group, "params": [i + offset for i in group["params"]]})
-        merged["state"].update({i + offset: v for i, v in state["state"].items()})
-        offset += sum(len(group["params"]) for group in state["param_groups"])
-    return merged

@@ -62,6 +62,11 @@ class Collector:
         """True when every env has just been reset (a checkpoint here resumes exactly)."""
         return bool((self.steps_in_episode == 0).all())
 
+    @property
+    def is_first(self) -> torch.Tensor:
+        """``[N]`` bool: the env has just been reset (its episode's first step comes next)."""
+        return torch.from_numpy(self.steps_in_episode == 0)
+
     def step(self, env_action: torch.Tensor, stored_action: torch.Tensor):
         """Advance every env by one step.
 

@@ -36,7 +36,7 @@ def evaluate(algo, env: gym.Env, episodes: int, seed: int, keep_episodes: bool =
     """Run ``episodes`` deterministic episodes with seeds ``seed + EVAL_SEED_OFFSET + k``.
 
     Args:
-        algo: anything with ``act(obs, state, deterministic)``.
+        algo: an ``algos.base.Algorithm`` (``act`` and ``executed``).
         env: a single (non-vector) goal env.
         keep_episodes: return the steps of successful episodes (``obs``, ``desired_goal``,
             ``achieved_goal``, ``action`` in the learner's units), e.g. for prototypes.
@@ -50,11 +50,12 @@ def evaluate(algo, env: gym.Env, episodes: int, seed: int, keep_episodes: bool =
         trace: list[dict[str, torch.Tensor]] = []
         while not done:
             obs_t = {k: v.unsqueeze(0) for k, v in to_tensors(obs).items()}
-            action, state, extras = algo.act(obs_t, state, deterministic=True)
+            obs_t["is_first"] = torch.tensor([length == 0])
+            action, state, extras = algo.act(obs_t, state, "deterministic")
             if shield is not None:
                 action = torch.as_tensor(shield.project(obs_t["observation"].numpy(),
                                                         action.numpy()), dtype=action.dtype)
-                extras = {"unit_action": algo.env_to_unit(action)}
+                extras = algo.executed(extras, action)
             if keep_episodes:
                 stored = extras.get("unit_action", action)[0]
                 trace.append({"obs": obs_t["observation"][0], "action": stored,

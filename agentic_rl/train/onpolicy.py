@@ -91,7 +91,8 @@ def evaluate(
     results: list[tuple[float, float, float]] = []
     state = None
     while (counts < quota).any():
-        action, state, _ = algo.act(to_tensors(obs, info, is_first), state, deterministic)
+        action, state, _ = algo.act(to_tensors(obs, info, is_first), state,
+                                    "deterministic" if deterministic else "explore")
         obs, reward, term, trunc, info = env.step(action.numpy())
         ret, length = ret + reward, length + 1
         done = term | trunc
@@ -149,7 +150,7 @@ def train_onpolicy(
     while step < total_steps:
         for _ in range(rollout_steps):
             tensors = to_tensors(obs, info, is_first)
-            action, state, extras = algo.act(tensors, state, False)
+            action, state, extras = algo.act(tensors, state, "explore")
             next_obs, reward, term, trunc, next_info = envs.step(action.numpy())
             done = term | trunc
             final_obs = true_next_obs(next_obs, next_info, done)

@@ -16,7 +16,7 @@ import torch
 from agentic_rl.algos import ON_POLICY
 from agentic_rl.config import ExperimentConfig
 from agentic_rl.envs.make import make_onpolicy_vec_env
-from agentic_rl.train.checkpoint import (latest_checkpoint, load_learner, save_learner,
+from agentic_rl.data.checkpoint import (latest_checkpoint, load_learner, save_learner,
                                          write_summary)
 from agentic_rl.train.logger import Logger, truncate_metrics
 from agentic_rl.train.onpolicy import train_onpolicy

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import yaml
 
-from agentic_rl.algos import HIERARCHICAL_OFF_POLICY, ON_POLICY, TEXT
+from agentic_rl.algos import ON_POLICY, TEXT
 from agentic_rl.config import ConfigError, ExperimentConfig, dump_config, validate_config
 from agentic_rl.train import state
-from agentic_rl.train.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
-from agentic_rl.train.checkpoint import prefixed, write_summary
+from agentic_rl.data.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
+from agentic_rl.data.checkpoint import prefixed, write_summary
 from agentic_rl.train.evaluate import evaluate
 from agentic_rl.train.logger import Logger, truncate_metrics
 from agentic_rl.train.loop import train_loop
@@ -41,11 +41,16 @@ def prepare_run_dir(config: ExperimentConfig, run_dir: Path, resume: bool) -> No
 
 def transfer_from(run: Run, source_dir: str | Path) -> None:
     """Start from another run's actor, normalisers and prototypes (SPEC A4 transfer)."""
+    modules = getattr(run.algo, "modules", None)
+    prototypes = getattr(run.storage, "prototypes", None)
+    if modules is None or prototypes is None:
+        raise ConfigError("--init-from transfers a flat learner's actor, normalisers and "
+                          f"prototypes; it does not apply to {run.config.algorithm.name}")
     folder = latest_checkpoint(source_dir)
     tensors, _, buffers = load_checkpoint(folder)
     actor_state = {k[len("algo."):]: v for k, v in tensors.items()
                    if k.startswith(tuple("algo." + m for m in TRANSFERRED_MODULES))}
-    for name, module in run.algo.modules().items():
+    for name, module in modules().items():
         if name in ("actor", "obs_normalizer", "goal_normalizer"):
             part = {k[len(name) + 1:]: v for k, v in actor_state.items()
                     if k.startswith(name + ".")}
@@ -55,9 +60,9 @@ def transfer_from(run: Run, source_dir: str | Path) -> None:
                 raise CheckpointError(f"--init-from {source_dir}: its {name} does not fit this "
                                       f"config ({str(error).splitlines()[0]}); the observation, "
                                       "goal and action sizes and agent.hidden_sizes must match")
-    for name, buffer in run.prototypes.items():
-        arrays = prefixed(buffers, f"prototypes.{name}") or prefixed(buffers,
-                                                                     "prototypes.default")
+    for name, buffer in prototypes.items():
+        arrays = prefixed(buffers, f"storage/prototypes.{name}") or prefixed(
+            buffers, "storage/prototypes.default")
         if arrays and int(arrays["num_episodes"]) > 0:
             transferred = type(buffer)(buffer.capacity, buffer.sampling)
             transferred.load_state_arrays(arrays)
@@ -77,14 +82,10 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
         from agentic_rl.train.text_run import train_text_run
 
         return train_text_run(config, run_dir, resume, show_progress, init_from)
-    if config.algorithm.name in ON_POLICY or config.algorithm.name in HIERARCHICAL_OFF_POLICY:
+    if config.algorithm.name in ON_POLICY:
         if init_from is not None:
             raise ConfigError("--init-from transfers SAC/OPD actors and prototypes; it does not "
                               f"apply to {config.algorithm.name}")
-        if config.algorithm.name in HIERARCHICAL_OFF_POLICY:
-            from agentic_rl.train.hier_run import train_hgpo_sac_run
-
-            return train_hgpo_sac_run(config, run_dir, resume, show_progress)
         from agentic_rl.train.onpolicy_run import train_onpolicy_run
 
         return train_onpolicy_run(config, run_dir, resume, show_progress)

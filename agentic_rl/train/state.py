@@ -1,11 +1,12 @@
-"""Save and restore a whole run: learner, buffers, prototypes, generators, loop counters."""
+"""Save and restore a whole run: learner, storage (replays, prototypes), generators, loop
+counters."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
-from agentic_rl.train.checkpoint import (flatten_state, load_checkpoint, prefixed,
+from agentic_rl.data.checkpoint import (flatten_state, load_checkpoint, prefixed,
                                          save_checkpoint, unflatten_state, with_prefix)
 from agentic_rl.train.setup import Run
 
@@ -21,14 +22,10 @@ def save_run(run: Run, collector) -> None:
         "step": run.step, "episodes": run.episodes, "wall_seconds": run.wall_seconds,
         "exact": exact, "reset_seeds": collector.episode_seeds.tolist(),
         "rng": run.rng.bit_generator.state, "algo": algo_skeleton,
-        "curriculum_index": run.curriculum.index, "skills": run.skills.state_dict(),
-        "current_skills": run.current_skills, "recent_episodes": run.recent_episodes,
+        "curriculum_index": run.curriculum.index, "recent_episodes": run.recent_episodes,
         "eval_history": run.eval_history, "config": run.config.model_dump(mode="json")}
-    buffers = with_prefix(run.replay.state_arrays(), "replay")
-    if run.demo_replay is not None:
-        buffers |= with_prefix(run.demo_replay.state_arrays(), "demo_replay")
-    for name, buffer in run.prototypes.items():
-        buffers |= with_prefix(buffer.state_arrays(), f"prototypes.{name}")
+    arrays, meta["storage"] = run.storage.state()
+    buffers = with_prefix(arrays, "storage")
     save_checkpoint(run.run_dir / "checkpoints", run.step, tensors, meta, buffers)
     run.checkpoint_pending_since = None
 
@@ -57,18 +54,10 @@ def restore_run(run: Run, folder) -> None:
     run.curriculum.index = meta["curriculum_index"]
     run.curriculum.apply(run.envs)
     run.curriculum.apply(run.eval_env)
-    run.skills.load_state_dict(meta["skills"])
-    run.current_skills = list(meta["current_skills"])
     run.recent_episodes, run.eval_history = meta["recent_episodes"], meta["eval_history"]
-    run.replay.load_state_arrays(prefixed(buffers, "replay"))
-    if run.demo_replay is not None:
-        run.demo_replay.load_state_arrays(prefixed(buffers, "demo_replay"))
-    for name, buffer in run.prototypes.items():
-        buffer.load_state_arrays(prefixed(buffers, f"prototypes.{name}"))
-    if meta["exact"]:
+    run.storage.load_state(prefixed(buffers, "storage"), meta["storage"], meta["exact"])
+    if meta["exact"]:  # otherwise fresh episodes start here (the storage dropped cut ones)
         run.resume_reset_seeds = np.asarray(meta["reset_seeds"], dtype=np.int64)
-    else:  # episodes cut by the checkpoint stay unsampleable; new ones start here
-        run.replay.current_start[:] = run.replay.pos
 
 
 def pending_reset_seeds(run: Run) -> np.ndarray | None:

@@ -32,7 +32,7 @@ from agentic_rl.collect.text_collector import TextCollector, success_table
 from agentic_rl.config import ConfigError, ExperimentConfig
 from agentic_rl.data.text_episodes import TextEpisode, episodes_from_demos, expert_relabelled
 from agentic_rl.nets.text import TextTable
-from agentic_rl.train.checkpoint import (MODEL_FILE, STATE_FILE, CheckpointError, flatten_state,
+from agentic_rl.data.checkpoint import (MODEL_FILE, STATE_FILE, CheckpointError, flatten_state,
                                          latest_checkpoint, load_learner, save_checkpoint,
                                          write_summary)
 from agentic_rl.train.logger import Logger

@@ -120,7 +120,7 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
     Returns:
         The JSON report and the results (``format_results(results)`` prints the table).
     """
-    from agentic_rl.train.checkpoint import latest_checkpoint, load_checkpoint
+    from agentic_rl.data.checkpoint import latest_checkpoint, load_checkpoint
 
     properties = load_properties(property_file)
     region = load_region(region_file) if region_file is not None else properties.region

@@ -6,7 +6,7 @@ import numpy as np
 from safetensors.torch import load_file
 
 from agentic_rl.config import validate_config
-from agentic_rl.train.checkpoint import latest_checkpoint
+from agentic_rl.data.checkpoint import latest_checkpoint
 from agentic_rl.train.logger import read_metrics
 from agentic_rl.train.run import train
 
@@ -27,7 +27,7 @@ def point_config(tmp_path, steps=200, **sections):
 
 def checkpoint_sources(run_dir, skill="default") -> list[str]:
     with np.load(latest_checkpoint(run_dir) / "buffers.npz") as data:
-        return list(data[f"prototypes.{skill}/meta.source"])
+        return list(data[f"storage/prototypes.{skill}/meta.source"])
 
 
 def test_curriculum_switches_stage_and_keeps_its_successes_as_prototypes(tmp_path):

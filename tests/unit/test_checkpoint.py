@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from agentic_rl.train.checkpoint import (CheckpointError, latest_checkpoint, load_checkpoint,
+from agentic_rl.data.checkpoint import (CheckpointError, latest_checkpoint, load_checkpoint,
                                          save_checkpoint)
 
 

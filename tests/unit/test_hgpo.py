@@ -47,7 +47,7 @@ def test_goals_change_exactly_every_period_and_at_episode_start():
     for t in range(10):
         obs = make_obs(2, is_first=False)
         obs["is_first"] = torch.tensor([t in episode_starts, t == 0])
-        _, state, extras = algo.act(obs, state, deterministic=False)
+        _, state, extras = algo.act(obs, state, "explore")
         flags.append(extras["new_goal"].tolist())
         goals.append(extras["goal"].clone())
     env0 = [f[0] for f in flags]
@@ -59,7 +59,7 @@ def test_goals_change_exactly_every_period_and_at_episode_start():
             same = torch.equal(goals[t][n], goals[t - 1][n])
             assert same != column[t]
     algo.updates += 1  # after an update every env re-proposes a goal
-    _, state, extras = algo.act(make_obs(2), state, deterministic=False)
+    _, state, extras = algo.act(make_obs(2), state, "explore")
     assert extras["new_goal"].all() and not extras["has_prev_goal"].any()
 
 
@@ -187,7 +187,8 @@ def test_every_variant_updates_and_round_trips(overrides):
     clone = HGPO(cfg, envs.single_observation_space, envs.single_action_space, seed=9)
     clone.load_state_dict(algo.state_dict())
     obs = {k: torch.as_tensor(v) for k, v in envs.reset(seed=1)[0].items()}
-    torch.testing.assert_close(clone.act(obs, None, True)[2]["goal"], algo.act(obs, None, True)[2]["goal"])
+    torch.testing.assert_close(clone.act(obs, None, "deterministic")[2]["goal"],
+                               algo.act(obs, None, "deterministic")[2]["goal"])
 
 
 def test_log_std_cap_schedule_by_hand():
@@ -239,6 +240,6 @@ def test_smoke_hgpo_continuous_worker_on_pointmaze():
         train_onpolicy(algo, envs, None, 128, lambda s, m: logs.append(m), rollout_steps=32)
         assert len(logs) == 2 and all(math.isfinite(v) for m in logs for v in m.values())
         obs = {k: torch.as_tensor(v) for k, v in envs.reset(seed=0)[0].items()}
-        action, state, extras = algo.act(obs, None, deterministic=False)
+        action, state, extras = algo.act(obs, None, "explore")
         assert action.shape == (2, 2) and (action.abs() <= 1.0).all()
         assert (extras["goal"].abs() < 1.0).all()

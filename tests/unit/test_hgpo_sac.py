@@ -13,7 +13,7 @@ import torch
 from agentic_rl.algos.hgpo_sac import HGPOSAC, HGPOSACConfig, hindsight_subgoals
 from agentic_rl.envs.goal import GoalFunctions, goal_functions
 from agentic_rl.envs.make import make_env
-from agentic_rl.train.hier_run import PeriodRecorder, worker_transition
+from agentic_rl.data.period_storage import PeriodRecorder
 
 torch.set_num_threads(1)
 
@@ -60,10 +60,10 @@ def test_subgoals_change_exactly_every_period_and_at_episode_start():
 def test_uniform_phase_and_deterministic_acting():
     algo = make_algo()
     obs = obs_of(3)
-    action, _, extras = algo.act(obs, None, uniform=True)
+    action, _, extras = algo.act(obs, None, "random")
     assert action.shape == (3, 2) and (extras["unit_action"].abs() <= 1).all()
-    first = algo.act(obs, None, deterministic=True)
-    second = algo.act(obs, None, deterministic=True)
+    first = algo.act(obs, None, "deterministic")
+    second = algo.act(obs, None, "deterministic")
     torch.testing.assert_close(first[0], second[0])
     torch.testing.assert_close(first[2]["goal"], second[2]["goal"])
 
@@ -96,9 +96,10 @@ def test_period_recorder_builds_manager_transitions_by_hand():
     ended = []
     for t in range(4):
         fields = step_fields(t)
-        extras = {"new_goal": torch.tensor(new[t]), "goal_unit": torch.full((2, 2), 0.1 * t)}
+        extras = {"new_goal": torch.tensor(new[t]), "goal_unit": torch.full((2, 2), 0.1 * t),
+                  "period_end": torch.tensor(period_end[t])}
         ended += recorder.step(fields["obs"], fields["next_obs"], fields, extras,
-                               torch.tensor(period_end[t]), torch.tensor(episode_end[t]))
+                               torch.tensor(episode_end[t]))
     (env_a, first), (env_b, second) = ended
     assert (env_a, env_b) == (1, 0)
     # env 1: periods [0, 1] and [2] (cut by the episode end); rewards 10 * (0 + 1) and 10 * 2
@@ -123,7 +124,8 @@ def test_worker_rewarded_and_terminated_against_its_subgoal():
                   "next_achieved_goal": torch.tensor([[1.0, 0.0], [0.0, 3.0]]),
                   "reward": torch.zeros(2), "terminated": torch.zeros(2)}
     extras = {"goal": torch.tensor([[1.0, 0.2], [0.0, 0.0]]), "unit_action": torch.zeros(2, 2)}
-    row, manager_now, manager_next = worker_transition(algo, transition, extras, fns)
+    algo.goal_fns = fns
+    row, manager_now, manager_next = algo.rows(transition, extras)
     torch.testing.assert_close(row["reward"], torch.tensor([-0.2, -3.0]))
     torch.testing.assert_close(row["terminated"], torch.tensor([1.0, 0.0]))
     assert torch.equal(row["desired_goal"], extras["goal"])  # the subgoal, not the env goal
@@ -155,7 +157,8 @@ def test_update_returns_metrics_per_level_and_state_round_trips():
     clone = make_algo()
     clone.load_state_dict(algo.state_dict())
     obs = obs_of(2)
-    torch.testing.assert_close(clone.act(obs, None, True)[0], algo.act(obs, None, True)[0])
+    torch.testing.assert_close(clone.act(obs, None, "deterministic")[0],
+                               algo.act(obs, None, "deterministic")[0])
 
 
 @pytest.mark.parametrize("bad", [{"period": 0}, {"goal_scale": -1.0}, {"worker": {"lr": 1}}])

@@ -100,7 +100,7 @@ def test_continuous_ppo_update_reports_metrics_and_round_trips():
         buffer = RolloutBuffer(4)
         for _ in range(4):
             obs = {"observation": torch.randn(4, 3), "desired_goal": torch.randn(4, 2)}
-            action, _, extras = algo.act(obs, None, False)
+            action, _, extras = algo.act(obs, None, "explore")
             assert (action.abs() <= 2).all()
             buffer.add(obs, obs, action, torch.randn(4), torch.zeros(4, dtype=torch.bool),
                        torch.zeros(4, dtype=torch.bool), extras)
@@ -111,7 +111,8 @@ def test_continuous_ppo_update_reports_metrics_and_round_trips():
         clone = PPO(PPOConfig(continuous_head=head), obs_space, spaces.Box(-2, 2, (2,)), seed=5)
         clone.load_state_dict(algo.state_dict())
         probe = {"observation": torch.randn(2, 3), "desired_goal": torch.randn(2, 2)}
-        torch.testing.assert_close(clone.act(probe, None, True)[0], algo.act(probe, None, True)[0])
+        torch.testing.assert_close(clone.act(probe, None, "deterministic")[0],
+                                   algo.act(probe, None, "deterministic")[0])
 
 
 def test_ppo_learns_fourrooms():

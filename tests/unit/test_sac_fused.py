@@ -64,8 +64,9 @@ def test_fused_act_matches_the_actor(deterministic):
     fused, python = _learner("sac", fused=True), _learner("sac")
     obs = {"observation": torch.randn(5, 6), "desired_goal": torch.randn(5, 3)}
     for _ in range(3):  # the same noise draws from the same generator state
-        ours, _, extras = fused.act(obs, deterministic=deterministic)
-        theirs, _, python_extras = python.act(obs, deterministic=deterministic)
+        mode = "deterministic" if deterministic else "explore"
+        ours, _, extras = fused.act(obs, None, mode)
+        theirs, _, python_extras = python.act(obs, None, mode)
         assert torch.allclose(ours, theirs, atol=1e-6)
         assert torch.allclose(extras["unit_action"], python_extras["unit_action"], atol=1e-6)
     assert fused.fused_calls is not None and python.fused_calls is None

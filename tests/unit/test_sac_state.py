@@ -8,10 +8,11 @@ import copy
 import numpy as np
 import torch
 
-from agentic_rl.algos.sac import SAC, SACConfig, merge_optimizer_states
+from agentic_rl.algos.optim import merge_optimizer_states
+from agentic_rl.algos.sac import SAC, SACConfig
 from agentic_rl.config import AgentConfig
 from agentic_rl.nets.critics import EnsembleQ, frozen_alias
-from agentic_rl.train.checkpoint import flatten_state, unflatten_state
+from agentic_rl.data.checkpoint import flatten_state, unflatten_state
 
 SPACES = {"obs_dim": 5, "goal_dim": 2, "act_dim": 3,
           "action_low": -np.ones(3, dtype=np.float32), "action_high": np.ones(3, dtype=np.float32)}

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import gymnasium as gym
 import pytest
 
-from agentic_rl.algos.skills import SkillManager
+from agentic_rl.data.skills import SkillManager
 from agentic_rl.envs.curriculum import Curriculum
 from agentic_rl.envs.make import make_env
 

@@ -5,7 +5,7 @@ import json
 import torch
 from safetensors.torch import load_file, save_file
 
-from agentic_rl.train.checkpoint import flatten_state, unflatten_state
+from agentic_rl.data.checkpoint import flatten_state, unflatten_state
 
 
 def test_optimizer_and_generator_state_round_trip(tmp_path):

@@ -10,7 +10,7 @@ import torch
 
 from agentic_rl.nets.actors import TanhGaussianActor
 from agentic_rl.nets.normalizer import RunningNormalizer
-from agentic_rl.train.checkpoint import save_checkpoint
+from agentic_rl.data.checkpoint import save_checkpoint
 from agentic_rl.verify.runner import format_results, verify_run
 
 torch.set_num_threads(1)

@@ -1,0 +1,216 @@
+"""Replay storage of the flat off-policy learners (SAC, OPD, TD3): the online replay, a demo
+replay mixed into batches by its share of all stored transitions, HER at sample time, and one
+prototype buffer per skill (filled by demos, passed curriculum stages and the agent's own
+successful episodes) for a distillation batch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from agentic_rl.data.checkpoint import prefixed, with_prefix
+from agentic_rl.data.prototypes import PrototypeBuffer
+from agentic_rl.data.replay import ReplayBuffer
+from agentic_rl.data.skills import SkillManager
+from agentic_rl.data.storage import StepRecord, StorageSpec
+from agentic_rl.experts import has_expert
+from agentic_rl.experts.demos import load_demos, record_demos, save_demos, split_episodes
+
+DEFAULT_SKILL = "default"
+
+
+@dataclass(frozen=True)
+class ReplaySettings:
+    """What the algorithm decides about its replay.
+
+    ``prototype_batch_size`` adds ``batch["prototype"]`` (the current skill's prototypes) to
+    every batch; ``self_prototypes`` keeps the agent's successful episodes as prototypes."""
+
+    obs_dim: int
+    goal_dim: int
+    act_dim: int
+    batch_size: int
+    updates_per_step: int
+    her: Any  # algos.sac.HERConfig
+    prototype_batch_size: int | None = None
+    self_prototypes: bool = False
+    self_prototype_capacity: int = 0
+
+
+def replay_shapes(obs_dim: int, goal_dim: int, act_dim: int) -> dict[str, tuple[int, ...]]:
+    obs, goal, act = (obs_dim,), (goal_dim,), (act_dim,)
+    return {"obs": obs, "next_obs": obs, "achieved_goal": goal, "desired_goal": goal,
+            "next_achieved_goal": goal, "action": act}
+
+
+def her_kwargs(her, goal_fns) -> dict:
+    """``ReplayBuffer.sample`` arguments for a ``HERConfig`` on an env's goal functions
+    (``terminated`` is relabelled only where reaching the goal ends the episode)."""
+    return dict(her_strategy=her.strategy, relabel_ratio=her.relabel_ratio,
+                reward_fn=goal_fns.reward_fn,
+                success_fn=goal_fns.success_fn if goal_fns.terminates_on_success else None)
+
+
+def episode_states(steps: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Every state of a stored episode, the final one included (what ``SAC.observe`` takes)."""
+    return {"observation": torch.cat([steps["obs"], steps["next_obs"][-1:]]),
+            "achieved_goal": torch.cat([steps["achieved_goal"], steps["next_achieved_goal"][-1:]]),
+            "desired_goal": steps["desired_goal"]}
+
+
+class ReplayStorage:
+    """See the module docstring. ``agent`` is the config's ``agent`` section (skills and
+    prototype settings)."""
+
+    def __init__(self, spec: StorageSpec, settings: ReplaySettings, agent: Any) -> None:
+        self.spec, self.settings, self.agent = spec, settings, agent
+        shapes = replay_shapes(settings.obs_dim, settings.goal_dim, settings.act_dim)
+        capacity = max(spec.buffer_size // spec.num_envs, spec.horizon + 1)
+        self.replay = ReplayBuffer(capacity, spec.num_envs, shapes)
+        self.demo_replay: ReplayBuffer | None = None
+        names = [s.name for s in agent.skills] or [DEFAULT_SKILL]
+        self.skills = SkillManager(names, agent.skill_selection,
+                                   {s.name: s.task_ids for s in agent.skills})
+        self.prototypes = {name: PrototypeBuffer(agent.prototype_capacity,
+                                                 agent.prototype_sampling) for name in names}
+        self.task_id = spec.task_id
+        self.current_skills = [self.skills.select(self.task_id) for _ in range(spec.num_envs)]
+        self.goals: torch.Tensor | None = None  # the current episodes' goals (goal sampling)
+        self.updates_done = 0
+
+    @property
+    def warm(self) -> bool:
+        return self.demo_replay is not None
+
+    # ------------------------------------------------------------------------- demos
+    def add_demos(self, episodes: list[tuple[str, dict[str, torch.Tensor], bool, float]]) -> None:
+        """``(skill, episode fields [L, ...] with unit actions, success, return)`` per demo:
+        successes become expert prototypes of their skill; all go to the demo replay when
+        ``agent.prototypes_in_replay``."""
+        for skill, episode, success, episode_return in episodes:
+            if success:
+                self.prototypes[skill].add_episode(episode, "expert", task_id=skill,
+                                                   episode_return=episode_return)
+        if self.agent.prototypes_in_replay and episodes:
+            total = sum(int(e["reward"].shape[0]) for _, e, _, _ in episodes)
+            self.demo_replay = ReplayBuffer(total, 1, replay_shapes(
+                self.settings.obs_dim, self.settings.goal_dim, self.settings.act_dim))
+            for _, episode, _, _ in episodes:
+                self.demo_replay.add_episode(episode)
+
+    # ------------------------------------------------------------------------- writing
+    def add(self, step: StepRecord) -> list[dict[str, torch.Tensor]]:
+        self.replay.add(step.transition, step.episode_end)
+        self.goals = step.next_obs["desired_goal"]
+        observed = []
+        for episode in step.finished:
+            steps = self.replay.last_episode(episode.env_index)
+            observed.append(episode_states(steps))
+            skill = self.current_skills[episode.env_index]
+            self.skills.feedback(skill, episode.success)
+            if episode.success and self.settings.self_prototypes:
+                self.prototypes[skill].add_episode(steps, "self", task_id=self.task_id or skill,
+                                                   episode_return=episode.episode_return)
+                self.prototypes[skill].cap_source("self", self.settings.self_prototype_capacity)
+            self.current_skills[episode.env_index] = self.skills.select(self.task_id)
+        return observed
+
+    def set_task(self, task_id: str, finished_stage: list[dict[str, torch.Tensor]]) -> None:
+        for episode in finished_stage:
+            for buffer in self.prototypes.values():
+                buffer.add_episode(episode, "curriculum", task_id=self.task_id,
+                                   episode_return=float(episode["return"]))
+        self.task_id = task_id
+
+    # ------------------------------------------------------------------------- reading
+    def owed(self, env_steps: int, new_steps: int) -> list[None]:
+        if env_steps < self.spec.learning_starts:
+            return []
+        return [None] * (self.settings.updates_per_step * new_steps)
+
+    def sample(self, request: None, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """A replay batch (demos mixed in by their share) with HER relabelling, plus the
+        current skill's prototype batch where the algorithm asked for one."""
+        size, her = self.settings.batch_size, her_kwargs(self.settings.her, self.spec.goal_fns)
+        online = self.replay.num_sampleable()
+        demos = self.demo_replay.num_sampleable() if self.demo_replay is not None else 0
+        demo_count = round(size * demos / max(online + demos, 1))
+        parts = []
+        if size - demo_count > 0:
+            parts.append(self.replay.sample(size - demo_count, generator, **her))
+        if demo_count > 0:
+            parts.append(self.demo_replay.sample(demo_count, generator, **her))
+        batch = {k: torch.cat([p[k] for p in parts]) for k in parts[0]} if len(parts) > 1 \
+            else parts[0]
+        if self.settings.prototype_batch_size is not None:
+            skill = self.current_skills[self.updates_done % len(self.current_skills)]
+            buffer = self.prototypes[skill]
+            if len(buffer) > 0:
+                goals = self.goals if buffer.sampling == "goal" else None
+                batch["prototype"] = buffer.sample(self.settings.prototype_batch_size,
+                                                   generator, goals)
+        self.updates_done += 1
+        return batch
+
+    def metrics(self) -> dict[str, float]:
+        return self.skills.metrics()
+
+    # ------------------------------------------------------------------------- state
+    def state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        arrays = with_prefix(self.replay.state_arrays(), "replay")
+        if self.demo_replay is not None:
+            arrays |= with_prefix(self.demo_replay.state_arrays(), "demo_replay")
+        for name, buffer in self.prototypes.items():
+            arrays |= with_prefix(buffer.state_arrays(), f"prototypes.{name}")
+        meta = {"skills": self.skills.state_dict(), "current_skills": self.current_skills,
+                "task_id": self.task_id, "updates_done": self.updates_done,
+                "goals": None if self.goals is None else self.goals.tolist()}
+        return arrays, meta
+
+    def load_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any],
+                   exact: bool) -> None:
+        self.replay.load_state_arrays(prefixed(arrays, "replay"))
+        if self.demo_replay is not None:
+            self.demo_replay.load_state_arrays(prefixed(arrays, "demo_replay"))
+        for name, buffer in self.prototypes.items():
+            buffer.load_state_arrays(prefixed(arrays, f"prototypes.{name}"))
+        self.skills.load_state_dict(meta["skills"])
+        self.current_skills = list(meta["current_skills"])
+        self.task_id, self.updates_done = meta["task_id"], int(meta["updates_done"])
+        self.goals = None if meta["goals"] is None else torch.tensor(meta["goals"])
+        if not exact:  # episodes cut by the checkpoint stay unsampleable; new ones start here
+            self.replay.current_start[:] = self.replay.pos
+
+
+def demo_episodes(spec: StorageSpec, agent: Any,
+                  to_unit: Callable[[torch.Tensor], torch.Tensor]) -> list[tuple]:
+    """Each skill's demonstration episodes as ``ReplayStorage.add_demos`` takes them,
+    recording the file with the scripted expert first when it does not exist yet."""
+    episodes = []
+    for skill in agent.skills or [None]:
+        name = skill.name if skill is not None else DEFAULT_SKILL
+        path = skill.prototype_data_path if skill is not None else agent.prototype_data_path
+        if path is None:
+            raise ValueError(f"OPD needs prototypes: set agent.prototype_data_path (or "
+                             f"prototype_data_path of skill {name!r}) to a demo .npz file")
+        if isinstance(path, list):
+            raise ValueError("agent.prototype_data_path takes one .npz file for SAC/OPD (lists "
+                             "of files are for text agents)")
+        path = Path(path)
+        if not path.exists() and has_expert(spec.env_name):
+            arrays = record_demos(spec.env_name, agent.prototype_episodes,
+                                  seed=spec.seed + 10_000_000, env_kwargs=spec.env_kwargs,
+                                  expert_kwargs=skill.expert_kwargs if skill else None,
+                                  goal_region=spec.goal_region)
+            save_demos(arrays, path)
+        for episode in split_episodes(load_demos(path, spec.env_name)):
+            tensors = {k: torch.as_tensor(v) for k, v in episode.items()
+                       if isinstance(v, np.ndarray)}
+            tensors["action"] = to_unit(tensors["action"])
+            episodes.append((name, tensors, bool(episode["success"]), float(episode["return"])))
+    return episodes

@@ -14,12 +14,8 @@ from typing import Annotated, Any, Literal, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from agentic_rl.algos.hgpo import HGPOConfig
-from agentic_rl.algos.hgpo_sac import HGPOSACConfig
-from agentic_rl.algos.opd import OPDConfig
-from agentic_rl.algos.ppo import PPOConfig
+from agentic_rl.algos import CONFIGS
 from agentic_rl.algos.sac import SACConfig, SACNetworkConfig
-from agentic_rl.algos.text_opd import TextOPDConfig
 
 
 class Section(BaseModel):
@@ -126,9 +122,7 @@ class VerificationConfig(Section):
     shield_margin: float = Field(0.0, ge=0)
 
 
-ALGORITHM_CONFIGS: dict[str, type[BaseModel]] = {
-    cls.model_fields["name"].default: cls
-    for cls in (SACConfig, OPDConfig, PPOConfig, HGPOConfig, HGPOSACConfig, TextOPDConfig)}
+ALGORITHM_CONFIGS: dict[str, type[BaseModel]] = dict(CONFIGS)
 AlgorithmConfig = Annotated[Union[tuple(ALGORITHM_CONFIGS.values())],  # noqa: UP007
                             Field(discriminator="name")]
 

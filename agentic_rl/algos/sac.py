@@ -20,7 +20,7 @@ from agentic_rl.algos import losses, sac_fused, sac_grads
 from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.optim import FusedAdam, merge_optimizer_states
 from agentic_rl.algos.spaces import resolve_device, spaces_of
-from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage, demo_episodes
+from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage, build_replay_storage
 from agentic_rl.data.storage import StorageSpec
 from agentic_rl.nets.actors import TanhGaussianActor
 from agentic_rl.nets.critics import EnsembleQ, frozen_alias
@@ -169,23 +169,13 @@ class SAC:
         return None
 
     def make_storage(self, spec: StorageSpec) -> ReplayStorage:
-        """Replay with HER; with demos (``agent.prototype_data_path``, always for OPD) a demo
-        replay and expert prototypes, whose states feed the normalisers here."""
-        cfg, agent = self.config, self.agent
-        distill_batch = self.distill_batch_size()
-        storage = ReplayStorage(spec, ReplaySettings(
+        """Replay with HER, plus demos and prototypes where configured (OPD always)."""
+        cfg, agent, distill = self.config, self.agent, self.distill_batch_size()
+        return build_replay_storage(spec, ReplaySettings(
             self.obs_normalizer.mean.shape[0], self.goal_normalizer.mean.shape[0]
             if self.goal_conditioned else 0, self.action_low.shape[0], cfg.batch_size,
-            cfg.updates_per_step, cfg.her, distill_batch,
-            distill_batch is not None and agent.self_prototypes, agent.self_prototype_capacity),
-            agent)
-        if distill_batch is not None or agent.prototype_data_path:
-            demos = demo_episodes(spec, agent, self.env_to_unit)
-            storage.add_demos(demos)
-            self.observe({key: torch.cat([e[field] for _, e, _, _ in demos]) for key, field in (
-                ("observation", "obs"), ("desired_goal", "desired_goal"),
-                ("achieved_goal", "achieved_goal"))})
-        return storage
+            cfg.updates_per_step, cfg.her, distill, distill is not None and agent.self_prototypes,
+            agent.self_prototype_capacity), agent, self.env_to_unit, self.observe)
 
     def observe(self, obs: dict[str, torch.Tensor]) -> None:
         """Update the normaliser statistics with raw observations ``[T, ...]`` (the loop calls

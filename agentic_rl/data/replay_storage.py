@@ -187,6 +187,21 @@ class ReplayStorage:
             self.replay.current_start[:] = self.replay.pos
 
 
+def build_replay_storage(spec: StorageSpec, settings: ReplaySettings, agent: Any,
+                         to_unit: Callable[[torch.Tensor], torch.Tensor],
+                         observe: Callable[[dict[str, torch.Tensor]], None]) -> ReplayStorage:
+    """A ``ReplayStorage``; with demos (``agent.prototype_data_path``, always where the learner
+    distils) also a demo replay and expert prototypes, whose states go to ``observe``."""
+    storage = ReplayStorage(spec, settings, agent)
+    if settings.prototype_batch_size is not None or agent.prototype_data_path:
+        demos = demo_episodes(spec, agent, to_unit)
+        storage.add_demos(demos)
+        observe({key: torch.cat([e[field] for _, e, _, _ in demos]) for key, field in (
+            ("observation", "obs"), ("desired_goal", "desired_goal"),
+            ("achieved_goal", "achieved_goal"))})
+    return storage
+
+
 def demo_episodes(spec: StorageSpec, agent: Any,
                   to_unit: Callable[[torch.Tensor], torch.Tensor]) -> list[tuple]:
     """Each skill's demonstration episodes as ``ReplayStorage.add_demos`` takes them,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import warnings
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -108,8 +109,11 @@ class SAC:
         self.target_params = list(self.target_critic.parameters())
         self.generator = torch.Generator(device=self.device)
         self.num_updates = 0
-        # Hand-written gradients where sac_grads covers the networks (ReLU actor and critic).
-        self.manual_gradients = sac_grads.supports(self.actor, self.critic)
+        # Hand-written gradients where sac_grads covers the networks (ReLU actor and critic)
+        # and the losses; otherwise the autograd update (the reference), announced once.
+        self.reference_reason = sac_grads.reference_reason(self)
+        self.manual_gradients = self.reference_reason is None
+        self.announced: set[str] = set()
         self.fused_update: bool | None = None if agent.fused_update else False  # None: not yet
         self.fused_calls: sac_fused.FusedSAC | None = None
 
@@ -212,6 +216,9 @@ class SAC:
             batch = {k: (v.to(self.device) if torch.is_tensor(v) else v) for k, v in batch.items()}
         fused = self.fused()
         manual = self.manual_gradients and self.manual_gradients_for(batch)
+        if not manual:
+            self.announce(self.reference_reason or f"{type(self).__name__}'s loss for this batch "
+                          "(e.g. OPD's nll distillation or Q-filter) has no hand-written gradient")
         if manual and fused is not None:  # the C++ code normalises the raw batch itself
             term = self.distill_term(batch)
             values = fused.update(batch, *(term or (None, 0.)), self.optimizer, self.config.tau)
@@ -262,7 +269,17 @@ class SAC:
                 "train/entropy": -log_prob.detach().mean(), "train/policy_std": std.detach().mean(),
                 **actor_metrics}
 
+    def announce(self, reason: str) -> None:
+        """Say once per reason that this learner runs the reference (autograd) update."""
+        if reason not in self.announced:
+            self.announced.add(reason)
+            warnings.warn(f"{type(self).__name__}: the autograd (reference) update runs "
+                          f"instead of the fused one: {reason}", stacklevel=3)
+
     # Hooks for the hand-written gradients; OPD overrides them to add its distillation term.
+    # A class that overrides ``actor_loss`` or ``autograd_gradients`` must also override
+    # ``manual_gradients_for`` (saying when its hand-written gradient applies); otherwise the
+    # reference path runs (``reference_reason``).
     def manual_gradients_for(self, batch: Batch) -> bool:
         """Whether ``sac_grads`` covers this update's losses."""
         return True

@@ -50,6 +50,29 @@ def supports(actor: nn.Module, critic: nn.Module) -> bool:
     return trunk_ok and critic_ok
 
 
+LOSS_HOOKS = ("actor_loss", "autograd_gradients")
+
+
+def defining_class(cls: type, name: str) -> type:
+    return next(c for c in cls.__mro__ if name in c.__dict__)
+
+
+def reference_reason(sac: Any) -> str | None:
+    """Why ``sac`` must run the autograd update, or ``None`` where the hand-written
+    gradients (``sac_grads``, and the fused C++ call built on them) compute the same one."""
+    if not supports(sac.actor, sac.critic):
+        return ("sac_grads differentiates ReLU MLPs only (this actor or critic has other "
+                "layers, e.g. tanh or layer norm)")
+    cls = type(sac)
+    covered_by = defining_class(cls, "manual_gradients_for")
+    for hook in LOSS_HOOKS:
+        owner = defining_class(cls, hook)
+        if owner is not covered_by and issubclass(owner, covered_by):
+            return (f"{owner.__name__} overrides {hook} without a hand-written gradient "
+                    "(override manual_gradients_for to declare one)")
+    return None
+
+
 @torch.no_grad()
 def actor_forward(actor: nn.Module, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
     """Trunk activations ``[x, h_1, ..., h_L]`` and the heads' output ``[R, 2a]`` (mean, then

@@ -9,7 +9,8 @@ import torch
 
 from agentic_rl.algos.opd import OPD, OPDConfig
 from agentic_rl.algos.sac import SAC, SACConfig
-from agentic_rl.config import AgentConfig
+from agentic_rl.config import AgentConfig, load_config
+from tests.conftest import REPO
 
 SPACES = {"obs_dim": 6, "goal_dim": 3, "act_dim": 4,
           "action_low": -np.ones(4, dtype=np.float32), "action_high": np.ones(4, dtype=np.float32)}
@@ -116,3 +117,68 @@ def test_manual_update_does_exactly_the_counted_matrix_flops():
         learner.update(batch)
     counted = update_floor.update_flops(9, 4, [32, 24], 16, num_q=2)
     assert counter.get_total_flops() == sum(counted.values())
+
+
+class CountingSAC(SAC):
+    """A user's extension: an extra actor-loss term through the documented hook."""
+
+    calls = 0
+
+    def actor_loss(self, q_pi, log_prob, alpha, batch):
+        CountingSAC.calls += 1
+        loss, metrics = super().actor_loss(q_pi, log_prob, alpha, batch)
+        return loss + 0.0 * q_pi.sum(), metrics
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["python", "fused"])
+def test_an_overridden_loss_hook_runs_the_reference_update_and_says_so_once(fused):
+    CountingSAC.calls = 0
+    agent = AgentConfig(hidden_sizes=[16, 16], fused_update=fused)
+    learner = CountingSAC(SACConfig(batch_size=16), agent, SPACES)
+    assert not learner.manual_gradients and "CountingSAC overrides actor_loss" in \
+        learner.reference_reason
+    with pytest.warns(UserWarning, match="autograd .reference. update") as caught:
+        learner.update(_batch())
+        learner.update(_batch())
+    assert len([w for w in caught if "reference" in str(w.message)]) == 1
+    assert CountingSAC.calls == 2
+
+
+def test_opd_declares_its_gradient_so_it_keeps_the_fast_path():
+    assert _learner("opd").manual_gradients and _learner("sac").manual_gradients
+
+
+def test_layer_norm_or_tanh_networks_announce_the_reference_update():
+    torch.manual_seed(0)
+    tanh = SAC(SACConfig(batch_size=16), AgentConfig(hidden_sizes=[8], activation="tanh"), SPACES)
+    with pytest.warns(UserWarning, match="ReLU MLPs only"):
+        tanh.update(_batch())
+
+
+SHIPPED = sorted((REPO / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_every_shipped_fused_config_computes_the_reference_update(path):
+    """Each shipped SAC/OPD config whose learner takes the fused path: three fused updates
+    equal three autograd updates from the same weights (networks as configured)."""
+    config = load_config(path)
+    if config.algorithm.name not in ("sac", "opd"):
+        pytest.skip("no fused path")
+    spaces = {**SPACES, "obs_dim": 6}
+    cls = OPD if config.algorithm.name == "opd" else SAC
+    builds = []
+    for fused in (True, False):
+        torch.manual_seed(0)
+        builds.append(cls(config.algorithm, config.agent.model_copy(
+            update={"fused_update": fused}), spaces))
+    fast, reference = builds
+    if not fast.manual_gradients:
+        pytest.skip(f"runs the reference update: {fast.reference_reason}")
+    reference.manual_gradients = False
+    batch = _batch(prototypes=8 if cls is OPD else 0)
+    for _ in range(3):
+        fast.update(batch)
+        reference.update(batch)
+    for a, b in zip(_params(fast), _params(reference), strict=True):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)

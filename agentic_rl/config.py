@@ -164,11 +164,28 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Experim
 
 
 def validate_config(raw: dict[str, Any]) -> ExperimentConfig:
-    """Validate a plain dict, converting pydantic errors into a ``ConfigError``."""
+    """Validate a plain dict, converting pydantic errors into a ``ConfigError``; a key the
+    chosen algorithm does not read, set away from its default, is an error too."""
     try:
-        return ExperimentConfig.model_validate(raw)
+        config = ExperimentConfig.model_validate(raw)
     except ValidationError as error:
         raise ConfigError(describe_validation_error(error, raw)) from None
+    check_keys_read(config)
+    return config
+
+
+def check_keys_read(config: ExperimentConfig) -> None:
+    """Raise ``ConfigError`` for a key ``algorithm.name`` ignores (its config's
+    ``unread_keys``) whose value differs from the default, naming the algorithms that read it."""
+    name = config.algorithm.name
+    for dotted in type(config.algorithm).unread_keys:
+        section_name, key = dotted.split(".")
+        section = getattr(config, section_name)
+        default = type(section).model_fields[key].get_default(call_default_factory=True)
+        if getattr(section, key) != default:
+            readers = [n for n, cls in ALGORITHM_CONFIGS.items() if dotted not in cls.unread_keys]
+            raise ConfigError(f"config key '{dotted}' is not read by {name}; remove it (it is "
+                              f"read by {', '.join(readers) or 'no algorithm'})")
 
 
 def apply_override(raw: dict[str, Any], override: str) -> None:

@@ -17,6 +17,26 @@ import torch
 
 from agentic_rl.data.storage import Storage, StorageSpec
 
+# Config keys outside the ``algorithm`` section that some learners do not read. Each
+# algorithm config lists its own in a ``unread_keys`` ClassVar; ``config.validate_config``
+# rejects such a key set away from its default, naming the algorithms that do read it.
+SAC_AGENT_KEYS = ("agent.alpha_lr", "agent.init_alpha", "agent.target_entropy",
+                  "agent.fused_update")
+NETWORK_AGENT_KEYS = ("agent.hidden_sizes", "agent.activation", "agent.actor_lr",
+                      "agent.critic_lr")
+PROTOTYPE_BUFFER_KEYS = ("agent.self_prototypes", "agent.self_prototype_capacity",
+                         "agent.prototype_sampling", "agent.prototype_capacity")
+DEMO_KEYS = ("agent.prototype_data_path", "agent.prototype_episodes",
+             "agent.prototypes_in_replay", "agent.skills", "agent.skill_selection")
+ALL_AGENT_KEYS = SAC_AGENT_KEYS + NETWORK_AGENT_KEYS + PROTOTYPE_BUFFER_KEYS + DEMO_KEYS
+OWN_DRIVER_TRAINING_KEYS = ("training.learning_starts", "training.stop_success_rate",
+                            "training.buffer_size", "training.device", "training.overlap_env",
+                            "training.log_freq")
+ENV_INPUT_KEYS = ("environment.normalize_obs", "environment.normalize_goal",
+                  "environment.clip_obs", "environment.curriculum", "environment.goal_region")
+VERIFICATION_KEYS = ("verification.property_file", "verification.shield_train",
+                     "verification.shield_eval", "verification.shield_margin")
+
 ActMode = Literal["explore", "deterministic", "random"]
 ACT_MODES = ("explore", "deterministic", "random")
 

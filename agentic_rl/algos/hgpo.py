@@ -14,13 +14,14 @@ learning rates and update frequencies per level, an annealed cap on the Manager'
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentic_rl.algos import hgpo_losses, losses
-from agentic_rl.algos.base import ActMode, check_mode
+from agentic_rl.algos.base import (ALL_AGENT_KEYS, ENV_INPUT_KEYS, OWN_DRIVER_TRAINING_KEYS,
+                                   ActMode, check_mode)
 from agentic_rl.algos.ppo import ActionScaler, PPOUpdateConfig, flat_obs, ppo_epochs, space_dim
 from agentic_rl.data.hierarchical import ManagerSegments, manager_segments, period_ends
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
@@ -63,6 +64,8 @@ class HGPOConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: Literal["hgpo"] = "hgpo"
+    unread_keys: ClassVar[tuple[str, ...]] = (ALL_AGENT_KEYS + OWN_DRIVER_TRAINING_KEYS
+                                              + ENV_INPUT_KEYS)
     period: int = Field(8, ge=1, description="C: steps per Manager goal")
     rollout_steps: int = Field(128, ge=1)
     activation: Literal["tanh", "relu"] = "tanh"

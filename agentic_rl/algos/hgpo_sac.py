@@ -15,13 +15,13 @@ old Manager data stays valid as the Worker changes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentic_rl.algos.base import ActMode, check_mode
+from agentic_rl.algos.base import ALL_AGENT_KEYS, ActMode, check_mode
 from agentic_rl.algos.hgpo import level_metrics
 from agentic_rl.algos.spaces import resolve_device, spaces_of
 from agentic_rl.algos.sac import SAC, HERConfig, SACConfig, SACNetworkConfig
@@ -52,6 +52,8 @@ class HGPOSACConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: Literal["hgpo_sac"] = "hgpo_sac"
+    unread_keys: ClassVar[tuple[str, ...]] = ALL_AGENT_KEYS + (
+        "environment.normalize_obs", "environment.normalize_goal")
     period: int = Field(10, ge=1, description="C: env steps per Manager subgoal")
     goal_scale: float = Field(1.0, gt=0, description="subgoals lie in [-goal_scale, goal_scale]")
     hindsight_actions: float = Field(

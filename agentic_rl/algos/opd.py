@@ -7,7 +7,7 @@ log-likelihood; an optional Q-filter keeps only prototypes the critic rates abov
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -39,6 +39,7 @@ class OPDConfig(SACConfig):
     """SAC's hyper-parameters plus the distillation term's."""
 
     name: Literal["opd"] = "opd"  # type: ignore[assignment]
+    unread_keys: ClassVar[tuple[str, ...]] = ()
     opd_alpha: float | Schedule = Field(0.2)
     distill_loss: Literal["mse", "nll"] = "mse"
     q_filter: bool = False

@@ -9,7 +9,7 @@ computes GAE (bootstrapping truncated episodes from their final observation) and
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -17,7 +17,8 @@ from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
-from agentic_rl.algos.base import ActMode, check_mode
+from agentic_rl.algos.base import (ALL_AGENT_KEYS, ENV_INPUT_KEYS, OWN_DRIVER_TRAINING_KEYS,
+                                   ActMode, check_mode)
 from agentic_rl.algos.hgpo_losses import normalize_advantages, ppo_policy_loss, value_loss
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
 from agentic_rl.nets.categorical import ValueHead, make_policy_head
@@ -47,6 +48,8 @@ class PPOConfig(PPOUpdateConfig):
     """PPO hyper-parameters (the ``algorithm`` section of a config with ``name: ppo``)."""
 
     name: Literal["ppo"] = "ppo"
+    unread_keys: ClassVar[tuple[str, ...]] = (ALL_AGENT_KEYS + OWN_DRIVER_TRAINING_KEYS
+                                              + ENV_INPUT_KEYS)
     rollout_steps: int = Field(128, ge=1, description="steps per env between updates")
     activation: Literal["tanh", "relu"] = "tanh"
     continuous_head: Literal["tanh", "gaussian"] = "tanh"

@@ -11,14 +11,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import warnings
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import gymnasium as gym
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentic_rl.algos import losses, sac_fused, sac_grads
-from agentic_rl.algos.base import ActMode, check_mode
+from agentic_rl.algos.base import PROTOTYPE_BUFFER_KEYS, ActMode, check_mode
 from agentic_rl.algos.optim import FusedAdam, merge_optimizer_states
 from agentic_rl.algos.spaces import resolve_device, spaces_of
 from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage, build_replay_storage
@@ -61,6 +61,7 @@ class SACConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: Literal["sac"] = "sac"
+    unread_keys: ClassVar[tuple[str, ...]] = PROTOTYPE_BUFFER_KEYS
     batch_size: int = Field(256, ge=1)
     gamma: float = Field(0.95, gt=0, le=1)
     tau: float = Field(0.05, gt=0, le=1)

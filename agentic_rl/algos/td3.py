@@ -8,13 +8,14 @@ CLI know nothing of it. Actions are in [-1, 1] inside the learner, env units onl
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
-from agentic_rl.algos.base import ActMode, check_mode
+from agentic_rl.algos.base import (PROTOTYPE_BUFFER_KEYS, SAC_AGENT_KEYS, ActMode,
+                                   check_mode)
 from agentic_rl.algos.losses import critic_loss
 from agentic_rl.algos.sac import HERConfig
 from agentic_rl.algos.spaces import resolve_device, spaces_of
@@ -30,6 +31,7 @@ class TD3Config(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: Literal["td3"] = "td3"
+    unread_keys: ClassVar[tuple[str, ...]] = SAC_AGENT_KEYS + PROTOTYPE_BUFFER_KEYS
     batch_size: int = Field(256, ge=1)
     gamma: float = Field(0.95, gt=0, le=1)
     tau: float = Field(0.05, gt=0, le=1)

@@ -18,13 +18,15 @@ The clipped surrogate is used for both on-policy terms so a batch can be reused 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import nn
 
+from agentic_rl.algos.base import (ALL_AGENT_KEYS, ENV_INPUT_KEYS, OWN_DRIVER_TRAINING_KEYS,
+                                   VERIFICATION_KEYS)
 from agentic_rl.algos.hgpo_losses import ppo_policy_loss, value_loss
 from agentic_rl.algos.losses import scheduled_value
 from agentic_rl.algos.text_losses import (
@@ -63,6 +65,10 @@ class TextOPDConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: Literal["text_opd"] = "text_opd"
+    unread_keys: ClassVar[tuple[str, ...]] = (
+        tuple(k for k in ALL_AGENT_KEYS if k != "agent.prototype_data_path")
+        + OWN_DRIVER_TRAINING_KEYS + ENV_INPUT_KEYS + VERIFICATION_KEYS + (
+            "training.num_eval_episodes", "training.checkpoint_freq", "environment.num_envs"))
     hidden: int = Field(256, ge=8)
     memory: bool = True
     lr: float = Field(5e-4, gt=0)

@@ -67,3 +67,30 @@ def test_every_shipped_config_validates_and_names_a_known_env():
         config = load_config(path)
         name = config.environment.name
         assert name in gym.registry or name.startswith("agentic_rl/ALFWorld"), (path, name)
+
+
+@pytest.mark.parametrize("name, dotted, value", [
+    ("ppo", "training.stop_success_rate", 0.9),
+    ("hgpo", "agent.hidden_sizes", [32]),
+    ("hgpo", "environment.curriculum", {"stages": [{"name": "a"}]}),
+    ("hgpo_sac", "agent.hidden_sizes", [32]),
+    ("text_opd", "verification.shield_eval", True),
+    ("text_opd", "training.device", "auto"),
+    ("td3", "agent.init_alpha", 0.5),
+    ("sac", "agent.self_prototypes", False),
+])
+def test_a_key_the_algorithm_does_not_read_is_an_error_naming_its_readers(name, dotted, value):
+    section, key = dotted.split(".")
+    raw = {"algorithm": {"name": name}, section: {key: value}}
+    with pytest.raises(ConfigError) as caught:
+        validate_config(raw)
+    message = str(caught.value)
+    assert f"'{dotted}' is not read by {name}" in message and "\n" not in message
+    readers = message.split("read by ")[-1]
+    assert name not in readers.split(", ")
+
+
+def test_unread_keys_at_their_defaults_pass_so_resolved_configs_reload():
+    for name in ("ppo", "hgpo", "hgpo_sac", "text_opd", "td3"):
+        config = validate_config({"algorithm": {"name": name}})
+        validate_config(config.model_dump(mode="json"))  # the run folder's config.yaml

@@ -22,6 +22,8 @@ import numpy as np
 from gymnasium import spaces
 
 from agentic_rl.envs.grid_layouts import DELTAS, GridLayout, resolve_layout
+from agentic_rl.envs.registration import GRID_IDS
+from agentic_rl.envs.registration import register_envs as register_all_ids
 
 
 class GridCore:
@@ -249,16 +251,9 @@ class BatchGridWorld(gym.vector.VectorEnv):
         return obs, reward, terminated, truncated, info
 
 
-ENV_IDS = {
-    "agentic_rl/GridWorld-v0": {"layout": "open", "size": 8, "max_episode_steps": 50},
-    "agentic_rl/FourRooms-v0": {"layout": "fourrooms", "max_episode_steps": 100},
-    "agentic_rl/KeyDoor-v0": {"layout": "keydoor", "max_episode_steps": 200},
-    "agentic_rl/KeyDoorLarge-v0": {"layout": "keydoor_large", "max_episode_steps": 300},
-}
+ENV_IDS = GRID_IDS
 
 
 def register_envs() -> None:
     """Register the grid worlds with gymnasium (idempotent)."""
-    for env_id, kwargs in ENV_IDS.items():
-        if env_id not in gym.registry:
-            gym.register(env_id, entry_point=GridWorldEnv, kwargs=kwargs)
+    register_all_ids()

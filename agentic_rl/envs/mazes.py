@@ -16,13 +16,11 @@ import gymnasium_robotics
 import numpy as np
 from gymnasium import spaces
 
+from agentic_rl.envs.registration import MAZE_IDS
+from agentic_rl.envs.registration import register_envs as register_all_ids
+
 SUCCESS_RADIUS = 0.45  # gymnasium-robotics' own goal radius (maze_v4.py)
 
-MAZE_IDS: dict[str, str] = {
-    "agentic_rl/PointMaze_UMaze-v3": "PointMaze_UMaze-v3",
-    "agentic_rl/PointMaze_Medium-v3": "PointMaze_Medium-v3",
-    "agentic_rl/AntMaze_UMaze-v5": "AntMaze_UMaze-v5",
-}
 
 
 def is_success(achieved_goal: np.ndarray, desired_goal: np.ndarray) -> np.ndarray:
@@ -121,6 +119,4 @@ def make_maze(
 
 def register_maze_envs() -> None:
     """Register ``agentic_rl/<maze id>`` for each maze (idempotent)."""
-    for env_id, name in MAZE_IDS.items():
-        if env_id not in gym.registry:
-            gym.register(env_id, entry_point=make_maze, kwargs={"name": name})
+    register_all_ids()

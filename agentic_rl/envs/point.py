@@ -7,7 +7,10 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-ENV_ID = "agentic_rl/PointReach-v0"
+from agentic_rl.envs.registration import POINT_ID
+from agentic_rl.envs.registration import register_envs as register_all_ids
+
+ENV_ID = POINT_ID
 
 
 class PointReachEnv(gym.Env):
@@ -55,8 +58,7 @@ class PointReachEnv(gym.Env):
 
 
 def register_envs() -> None:
-    if ENV_ID not in gym.registry:
-        gym.register(ENV_ID, entry_point=PointReachEnv, max_episode_steps=20)
+    register_all_ids()
 
 
 def point_expert(gain: float = 1.0):

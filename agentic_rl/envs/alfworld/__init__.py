@@ -13,11 +13,9 @@ ENV_ID = "agentic_rl/ALFWorld-v0"
 
 def register_envs() -> None:
     """Register ``agentic_rl/ALFWorld-v0`` with Gymnasium (idempotent)."""
-    import gymnasium as gym
+    from agentic_rl.envs.registration import register_envs as register_all_ids
 
-    if ENV_ID not in gym.registry:
-        gym.register(ENV_ID, entry_point="agentic_rl.envs.alfworld.gym_env:ALFWorldEnv",
-                     disable_env_checker=True)
+    register_all_ids()
 
 
 def make_alfworld_env(**kwargs: Any) -> Any:

@@ -19,13 +19,14 @@ RUNS_DIR = "runs"
 
 def user_errors() -> tuple[type[BaseException], ...]:
     from agentic_rl.envs.make import EnvError
+    from agentic_rl.experts import NoExpertError
     from agentic_rl.experts.demos import DemoError
     from agentic_rl.plan.planners import PlannerError
     from agentic_rl.data.checkpoint import CheckpointError
     from agentic_rl.verify.spec import PropertyError
 
     return (ConfigError, EnvError, DemoError, CheckpointError, FileNotFoundError,
-            PropertyError, PlannerError)
+            PropertyError, PlannerError, NoExpertError)
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -47,7 +48,13 @@ def cmd_train(args: argparse.Namespace) -> None:
     print(f"learning curve: {png}")
 
 
+def require_positive(value: int | None, flag: str) -> None:
+    if value is not None and value < 1:
+        raise ConfigError(f"{flag} must be a positive number of episodes, got {value}")
+
+
 def cmd_eval(args: argparse.Namespace) -> None:
+    require_positive(args.episodes, "--episodes")
     import yaml
 
     from agentic_rl.config import validate_config
@@ -76,7 +83,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
         if args.json:
             Path(args.json).write_text(json.dumps(report, indent=2))
         return
-    args.episodes = args.episodes or 100
+    args.episodes = 100 if args.episodes is None else args.episodes
     if config.algorithm.name in ON_POLICY:
         report = eval_onpolicy(config, run_dir, args.episodes, args.seed)
         print(json.dumps(report, indent=2))
@@ -113,6 +120,7 @@ def eval_onpolicy(config, run_dir: Path, episodes: int, seed: int) -> dict:
 
 
 def cmd_demos(args: argparse.Namespace) -> None:
+    require_positive(args.episodes, "--episodes")
     from agentic_rl.envs.alfworld import cli as alfworld_cli
     from agentic_rl.experts.demos import record_demos, save_demos
 

@@ -16,14 +16,15 @@ products, cheaper without a dozen module calls around them. The update call flus
 floats to zero while it runs (as ``denormals_flushed`` does for Python code).
 
 The extension is compiled on first use with ``torch.utils.cpp_extension`` (a C++ compiler and
-``ninja`` are needed; about 15 s once per machine, cached under ``TORCH_EXTENSIONS_DIR`` or
-``~/.cache/torch_extensions``). If it cannot be built, ``available()`` warns once and returns
-False, and SAC keeps using ``sac_grads``.
+``ninja`` are needed; about 15 s once per source version, cached under
+``~/.cache/agentic_rl/extensions/<source hash>``). If it cannot be built, ``available()`` warns
+once and returns False, and SAC keeps using ``sac_grads``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import sys
@@ -38,6 +39,7 @@ import torch
 from agentic_rl.algos.optim import FusedAdam
 
 SOURCE = Path(__file__).resolve().parents[1] / "csrc" / "sac_update.cpp"
+CFLAGS = ("-O3", "-fno-math-errno")
 METRICS = ("critic_loss", "alpha_loss", "q_mean", "entropy", "policy_std", "actor_sac_loss",
            "actor_total_loss", "actor_distill_loss", "alpha")
 _loaded: bool | None = None  # None: not tried yet in this process
@@ -68,11 +70,42 @@ def build() -> None:
         f"agentic-rl: compiling {SOURCE.name} (once per machine, about 15 s)", file=sys.stderr,
         flush=True))
     notice.start()
+    directory = build_directory()
     try:
-        load("agentic_rl_sac_update", [str(SOURCE)], is_python_module=False,
-             extra_cflags=["-O3", "-fno-math-errno"])
+        with build_lock(directory):
+            load("agentic_rl_sac_update", [str(SOURCE)], is_python_module=False,
+                 extra_cflags=list(CFLAGS), build_directory=str(directory))
     finally:
         notice.cancel()
+
+
+def build_directory() -> Path:
+    """A build folder per source, flags, torch and Python version (torch's default cache is
+    one folder per extension name, so installs with different sources rebuild each other).
+    ``AGENTIC_RL_EXTENSIONS`` moves the root (default ``~/.cache/agentic_rl/extensions``)."""
+    key = hashlib.sha256(b"\0".join([SOURCE.read_bytes(), " ".join(CFLAGS).encode(),
+                                      torch.__version__.encode(), sys.version.encode()]))
+    root = Path(os.environ.get("AGENTIC_RL_EXTENSIONS",
+                               Path.home() / ".cache" / "agentic_rl" / "extensions"))
+    directory = root / key.hexdigest()[:16]
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+@contextlib.contextmanager
+def build_lock(directory: Path) -> Iterator[None]:
+    """One builder at a time, by an OS lock that dies with its process: torch's own lock file
+    stays behind when a build is killed and then blocks every later build forever, so it is
+    removed here (whoever made it no longer holds this lock)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: torch's lock file alone
+        yield
+        return
+    with open(directory / "agentic_rl.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        (directory / "lock").unlink(missing_ok=True)
+        yield
 
 
 def supports(sac: Any) -> bool:

@@ -32,7 +32,8 @@ def save_checkpoint(checkpoint_root: str | Path, step: int, tensors: dict[str, t
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step_{step:09d}"
     temporary = root / f".tmp_step_{step:09d}"
-    shutil.rmtree(temporary, ignore_errors=True)
+    for stale in root.glob(".tmp_step_*"):  # left by a write that was killed
+        shutil.rmtree(stale, ignore_errors=True)
     temporary.mkdir()
     save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()},
               str(temporary / MODEL_FILE))
@@ -54,20 +55,29 @@ def save_checkpoint(checkpoint_root: str | Path, step: int, tensors: dict[str, t
 
 
 def latest_checkpoint(run_dir: str | Path) -> Path:
-    """The newest complete checkpoint of a run (``RUN_DIR`` or a checkpoint folder itself)."""
+    """The newest complete checkpoint of a run (``RUN_DIR`` or a checkpoint folder itself):
+    the one ``latest`` names, or, where that was deleted, the newest complete ``step_*``."""
     path = Path(run_dir)
     if (path / MODEL_FILE).exists():
         return path
     root = path / "checkpoints"
     pointer = root / "latest"
-    if not pointer.exists():
+    if pointer.exists() and (root / pointer.read_text().strip()).is_dir():
+        return root / pointer.read_text().strip()
+    complete = [p for p in sorted(root.glob("step_*")) if p.is_dir() and all(
+        (p / name).exists() for name in (MODEL_FILE, STATE_FILE, BUFFERS_FILE))]
+    if not complete:
         raise CheckpointError(f"no checkpoint in {path}; train first (`agentic-rl train CONFIG "
                               f"--log-dir ...`) or pass a run folder that has checkpoints/")
-    folder = root / pointer.read_text().strip()
-    if not folder.is_dir():
-        raise CheckpointError(f"{pointer} names {folder.name}, which is missing; delete "
-                              f"{pointer} and resume from a folder in {root}")
-    return folder
+    return complete[-1]
+
+
+def has_checkpoint(run_dir: str | Path) -> bool:
+    try:
+        latest_checkpoint(run_dir)
+    except CheckpointError:
+        return False
+    return True
 
 
 def load_checkpoint(folder: str | Path, with_buffers: bool = True):
@@ -99,8 +109,21 @@ def load_learner(algo, folder: str | Path) -> dict[str, Any]:
     if "algo" not in meta:
         raise CheckpointError(f"checkpoint {folder} has no learner state under 'algo' (written "
                               "by an older agentic-rl); retrain, or load it with that version")
-    algo.load_state_dict(unflatten_state(meta["algo"], tensors))
+    load_algo_state(algo, meta, tensors, folder)
     return meta
+
+
+def load_algo_state(algo, meta: dict[str, Any], tensors: dict[str, torch.Tensor],
+                    folder: str | Path) -> None:
+    """``algo.load_state_dict`` from a checkpoint; a checkpoint of another config (other
+    sizes, spaces or algorithm) is one ``CheckpointError`` line, not torch's traceback."""
+    try:
+        algo.load_state_dict(unflatten_state(meta["algo"], tensors))
+    except (RuntimeError, KeyError, ValueError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"checkpoint {folder} does not fit this config ({first[:160]}); "
+                              "use the config it was trained with (its run folder's "
+                              "config.yaml)") from None
 
 
 def save_learner(run_dir: str | Path, step: int, algo, config: dict[str, Any]) -> Path:

@@ -9,6 +9,10 @@ import numpy as np
 Expert = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 
+class NoExpertError(LookupError):
+    """The environment has no scripted expert to record demonstrations with."""
+
+
 def expert_for(env_id: str, **kwargs: float) -> Expert:
     """The scripted expert for ``env_id`` (raw dict observation -> action in env units)."""
     from agentic_rl.envs.point import ENV_ID as POINT_ID, point_expert
@@ -22,7 +26,7 @@ def expert_for(env_id: str, **kwargs: float) -> Expert:
               "FetchPickAndPlace": fetch.pick_and_place_expert,
               "FetchPickAndPlaceDense": fetch.pick_and_place_expert}
     if family not in makers:
-        raise KeyError(f"no scripted expert for {env_id!r}; experts exist for "
+        raise NoExpertError(f"no scripted expert for {env_id!r}; experts exist for "
                        f"{sorted(makers)}. Record demonstrations another way and set "
                        "agent.prototype_data_path to the .npz file")
     return makers[family](**kwargs)
@@ -31,6 +35,6 @@ def expert_for(env_id: str, **kwargs: float) -> Expert:
 def has_expert(env_id: str) -> bool:
     try:
         expert_for(env_id)
-    except KeyError:
+    except NoExpertError:
         return False
     return True

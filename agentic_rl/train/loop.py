@@ -5,6 +5,8 @@ scripts."""
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from collections import defaultdict
 
@@ -84,13 +86,40 @@ def train_loop(run: Run, logger: Logger, show_progress: bool = True) -> None:
     no update is left pending, so checkpoints resume exactly."""
     async_envs = overlapped_envs(run)
     try:
-        _train_loop(run, logger, show_progress, async_envs)
+        with CtrlC() as ctrl_c:
+            _train_loop(run, logger, show_progress, async_envs, ctrl_c)
     finally:
         if async_envs is not None:
             async_envs.close()
+    if ctrl_c.pressed:
+        raise KeyboardInterrupt
 
 
-def _train_loop(run: Run, logger: Logger, show_progress: bool, async_envs) -> None:
+class CtrlC:
+    """Turns the first Ctrl-C (SIGINT) into a flag the loop reads once per step, so it stops
+    at a consistent point and checkpoints; a second one interrupts at once."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+        self.previous = None
+
+    def __enter__(self) -> CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        if self.pressed:
+            raise KeyboardInterrupt
+        self.pressed = True
+
+    def __exit__(self, *exc) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
+def _train_loop(run: Run, logger: Logger, show_progress: bool, async_envs,
+                ctrl_c: CtrlC) -> None:
     training, algo, storage = run.config.training, run.algo, run.storage
     collector = Collector(async_envs if async_envs is not None else run.envs, run.rng)
     collector.reset_all(state.pending_reset_seeds(run))
@@ -124,6 +153,7 @@ def _train_loop(run: Run, logger: Logger, show_progress: bool, async_envs) -> No
             evaluated = crossed(previous, run.step, training.eval_freq)
             logged = crossed(previous, run.step, training.log_freq)
             if async_envs is None or evaluated or logged or collector.at_episode_boundary or (
+                    ctrl_c.pressed or
                     run.checkpoint_pending_since is not None or run.step >= training.total_timesteps
                     or crossed(previous, run.step, training.checkpoint_freq)):
                 updates.run(run)
@@ -135,7 +165,7 @@ def _train_loop(run: Run, logger: Logger, show_progress: bool, async_envs) -> No
             state.maybe_checkpoint(run, previous, collector)
             progress.update(run.step, last_success)
             stop_at = training.stop_success_rate
-            if evaluated and stop_at is not None and last_success >= stop_at:
+            if ctrl_c.pressed or evaluated and stop_at is not None and last_success >= stop_at:
                 break
     if updates.counts:
         log_training(run, logger, updates, clock)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import yaml
@@ -9,7 +11,8 @@ import yaml
 from agentic_rl.algos import ON_POLICY, TEXT
 from agentic_rl.config import ConfigError, ExperimentConfig, dump_config, validate_config
 from agentic_rl.train import state
-from agentic_rl.data.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
+from agentic_rl.data.checkpoint import (CheckpointError, has_checkpoint, latest_checkpoint,
+                                        load_checkpoint)
 from agentic_rl.data.checkpoint import prefixed, write_summary
 from agentic_rl.train.evaluate import evaluate
 from agentic_rl.train.logger import Logger, truncate_metrics
@@ -19,24 +22,38 @@ from agentic_rl.train.setup import Run, build_run
 TRANSFERRED_MODULES = ("actor.", "obs_normalizer.", "goal_normalizer.")
 
 
-def prepare_run_dir(config: ExperimentConfig, run_dir: Path, resume: bool) -> None:
-    """Create the run folder and save the resolved config; refuse to clobber an earlier run."""
-    has_checkpoint = (run_dir / "checkpoints" / "latest").exists()
-    if resume:
-        if not has_checkpoint:
-            raise CheckpointError(f"--resume: {run_dir} has no checkpoint to continue; drop "
-                                  "--resume to start a new run there")
+def prepare_run_dir(config: ExperimentConfig, run_dir: Path, resume: bool,
+                    init_from: str | Path | None = None) -> bool:
+    """Create the run folder and save the resolved config; refuse to clobber an earlier run.
+    Returns whether there is a checkpoint to resume from (``--resume`` on a run that stopped
+    before its first checkpoint starts it again from step 0)."""
+    checkpointed = has_checkpoint(run_dir)
+    if resume and init_from is not None:
+        raise ConfigError("--init-from starts a new run from another run's weights; it cannot "
+                          "be combined with --resume (which continues this run's own)")
+    if resume and (run_dir / "config.yaml").exists():
         saved = validate_config(yaml.safe_load((run_dir / "config.yaml").read_text()))
         for section in ("algorithm", "agent", "environment"):
             if getattr(saved, section) != getattr(config, section):
                 raise ConfigError(f"--resume: the {section} section differs from the one in "
                                   f"{run_dir / 'config.yaml'}; resume with the same config "
                                   "(only training.* may change)")
-    elif has_checkpoint or (run_dir / "metrics.csv").exists():
+    if not resume and checkpointed:
         raise ConfigError(f"run folder {run_dir} already holds a run; pass --resume to "
                           "continue it, or choose another --log-dir or --seed")
+    if not checkpointed and (run_dir / "metrics.csv").exists():
+        print(f"{run_dir} holds no checkpoint (its run stopped before the first one); "
+              "starting it again from step 0", file=sys.stderr)
+        truncate_metrics(run_dir / "metrics.csv", -1)
+    elif resume and not checkpointed:
+        print(f"--resume: {run_dir} has no checkpoint yet; starting from step 0", file=sys.stderr)
     run_dir.mkdir(parents=True, exist_ok=True)
     dump_config(config, run_dir / "config.yaml")
+    if init_from is not None:
+        (run_dir / "init_from.json").write_text(json.dumps(
+            {"init_from": str(Path(init_from).resolve()),
+             "checkpoint": str(latest_checkpoint(init_from).resolve())}, indent=2))
+    return resume and checkpointed
 
 
 def transfer_from(run: Run, source_dir: str | Path) -> None:
@@ -77,7 +94,7 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
           init_from: str | Path | None = None, show_progress: bool = True) -> dict:
     """Train, write ``summary.json`` and return it."""
     run_dir = Path(run_dir)
-    prepare_run_dir(config, run_dir, resume)
+    resume = prepare_run_dir(config, run_dir, resume, init_from)
     if config.algorithm.name in TEXT:
         from agentic_rl.train.text_run import train_text_run
 

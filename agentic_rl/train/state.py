@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from agentic_rl.data.checkpoint import (flatten_state, load_checkpoint, prefixed,
-                                         save_checkpoint, unflatten_state, with_prefix)
+from agentic_rl.data.checkpoint import (flatten_state, load_algo_state, load_checkpoint,
+                                        prefixed, save_checkpoint, with_prefix)
 from agentic_rl.train.setup import Run
 
 FORCED_AFTER_EPISODES = 2  # checkpoint mid-episode if no episode boundary comes in this long
@@ -47,7 +47,7 @@ def maybe_checkpoint(run: Run, previous_step: int, collector) -> None:
 def restore_run(run: Run, folder) -> None:
     """Load a checkpoint written by ``save_run`` into a freshly built ``run``."""
     tensors, meta, buffers = load_checkpoint(folder)
-    run.algo.load_state_dict(unflatten_state(meta["algo"], tensors))
+    load_algo_state(run.algo, meta, tensors, folder)
     run.sample_generator.set_state(tensors["loop.sample_generator"])
     run.rng.bit_generator.state = meta["rng"]
     run.step, run.episodes, run.wall_seconds = meta["step"], meta["episodes"], meta["wall_seconds"]

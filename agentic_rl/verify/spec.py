@@ -275,8 +275,14 @@ def _load_yaml(path: str | Path, model: type[BaseModel]) -> BaseModel:
     path = Path(path)
     if not path.is_file():
         raise PropertyError(f"{model.__name__} file {path} does not exist")
-    with path.open() as handle:
-        raw = yaml.safe_load(handle)
+    try:
+        with path.open() as handle:
+            raw = yaml.safe_load(handle)
+    except yaml.YAMLError as err:
+        where = getattr(err, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where is not None else ""
+        raise PropertyError(f"{path} is not valid YAML{line}: "
+                            f"{getattr(err, 'problem', None) or err}") from None
     try:
         return model.model_validate(raw if raw is not None else {})
     except ValidationError as err:

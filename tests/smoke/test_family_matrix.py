@@ -1,0 +1,82 @@
+"""Every feature of the shared loop in every family it trains (sac, opd, td3, hgpo_sac), on
+the tiny PointReach task: safety monitor and shields, early stop, curriculum, device, and a
+resumed run that ends with the weights of an uninterrupted one."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from safetensors.torch import load_file
+
+from agentic_rl.config import validate_config
+from agentic_rl.data.checkpoint import latest_checkpoint
+from agentic_rl.train.logger import read_metrics
+from agentic_rl.train.run import train
+
+SMALL = {"hidden_sizes": [16, 16], "batch_size": 32}
+FAMILIES = {
+    "sac": {"name": "sac", "batch_size": 32},
+    "opd": {"name": "opd", "batch_size": 32, "prototype_batch_size": 32},
+    "td3": {"name": "td3", "batch_size": 32},
+    "hgpo_sac": {"name": "hgpo_sac", "period": 5, "manager": SMALL, "worker": SMALL},
+}
+
+
+def family_config(tmp_path, family: str, steps: int = 200, **sections):
+    agent = {} if family == "hgpo_sac" else {"hidden_sizes": [16, 16]}
+    if family == "opd":
+        agent["prototype_data_path"] = str(tmp_path / "demos.npz")
+        agent["prototype_episodes"] = 5
+    raw = {"algorithm": FAMILIES[family], "agent": agent,
+           "environment": {"name": "agentic_rl/PointReach-v0"},
+           "training": {"total_timesteps": steps, "learning_starts": 40, "eval_freq": 100,
+                        "num_eval_episodes": 3, "checkpoint_freq": 100, "log_freq": 100}}
+    for section, values in sections.items():
+        raw[section] = {**raw.get(section, {}), **values}
+    return validate_config(raw)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_monitor_and_shields(tmp_path, family):
+    properties = tmp_path / "gentle.yaml"
+    properties.write_text(yaml.safe_dump({"parts": {"pos": [0, 2]}, "properties": [
+        {"name": "gentle", "kind": "action_box", "low": [-0.5, -0.5], "high": [0.5, 0.5]}]}))
+    config = family_config(tmp_path, family, verification={
+        "property_file": str(properties), "shield_train": True, "shield_eval": True})
+    summary = train(config, tmp_path / "run", show_progress=False)
+    safety = summary["safety"]
+    assert safety["train"]["steps"] == 200 and safety["train"]["violations"] == 0
+    assert safety["eval"]["steps"] > 0 and safety["eval"]["violations"] == 0
+    assert safety["train_shield"]["interventions"] > 0  # random actions had to be projected
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_stop_success_rate_and_device(tmp_path, family):
+    config = family_config(tmp_path, family, training={"stop_success_rate": 0.0,
+                                                       "device": "auto"})
+    summary = train(config, tmp_path / "run", show_progress=False)
+    assert summary["env_steps"] == 100  # stopped at the first evaluation
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_curriculum_moves_on(tmp_path, family):
+    curriculum = {"success_threshold": 0.0, "stages": [
+        {"name": "near", "env_attrs": {"goal_range": 0.2}},
+        {"name": "far", "env_attrs": {"goal_range": 1.0}}]}
+    config = family_config(tmp_path, family, environment={"curriculum": curriculum})
+    train(config, tmp_path / "run", show_progress=False)
+    stages = read_metrics(tmp_path / "run" / "metrics.csv")["curriculum/stage"]
+    assert [value for _, value in stages] == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_resumed_run_ends_with_the_uninterrupted_weights(tmp_path, family):
+    train(family_config(tmp_path, family, steps=300), tmp_path / "a", show_progress=False)
+    train(family_config(tmp_path, family, steps=160), tmp_path / "b", show_progress=False)
+    train(family_config(tmp_path, family, steps=300), tmp_path / "b", resume=True,
+          show_progress=False)
+    final_a = load_file(latest_checkpoint(tmp_path / "a") / "model.safetensors")
+    final_b = load_file(latest_checkpoint(tmp_path / "b") / "model.safetensors")
+    assert final_a.keys() == final_b.keys()
+    for key in final_a:
+        assert (final_a[key] == final_b[key]).all(), key

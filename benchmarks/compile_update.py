@@ -27,7 +27,9 @@ eager learner (actor, critic, target critic, log alpha; rtol 1e-4, atol 1e-5).
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -36,6 +38,7 @@ from pathlib import Path
 
 if "--warm-cache" not in sys.argv:  # before torch reads it: time a cold inductor compile
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor_")
+    atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

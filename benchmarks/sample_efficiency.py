@@ -26,7 +26,8 @@ from agentic_rl.train.run import train  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 TASKS = {
     "reach": [("opd (20 demos)", "configs/opd_fetch_reach.yaml", 0.95, 3000, 100),
-              ("sac+her", "configs/sac_her_fetch_reach.yaml", 0.95, 6000, 100)],
+              ("sac+her", "configs/sac_her_fetch_reach.yaml", 0.95, 6000, 100),
+              ("td3+her", "configs/td3_her_fetch_reach.yaml", 0.95, 6000, 100)],
     "push": [("opd (100 demos)", "configs/opd_fetch_push.yaml", 0.90, 100_000, 2000)],
 }
 

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from agentic_rl.data.text_episodes import TextEpisode, text_episode
-from agentic_rl.nets.text import TextTable, history_bucket
+from agentic_rl.data.text_table import TextTable, history_bucket
 
 
 @dataclasses.dataclass

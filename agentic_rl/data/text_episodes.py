@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from agentic_rl.nets.text import TextTable, history_bucket
+from agentic_rl.data.text_table import TextTable, history_bucket
 
 STEP_FIELDS = ("observation", "inventory", "previous_command", "action", "reward", "log_prob",
                "value", "subgoal")

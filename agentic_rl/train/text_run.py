@@ -31,7 +31,7 @@ from agentic_rl.algos.text_opd import TextOPD, TextOPDConfig
 from agentic_rl.collect.text_collector import TextCollector, success_table
 from agentic_rl.config import ConfigError, ExperimentConfig
 from agentic_rl.data.text_episodes import TextEpisode, episodes_from_demos, expert_relabelled
-from agentic_rl.nets.text import TextTable
+from agentic_rl.data.text_table import TextTable
 from agentic_rl.data.checkpoint import (MODEL_FILE, STATE_FILE, CheckpointError, flatten_state,
                                          latest_checkpoint, load_learner, save_checkpoint,
                                          write_summary)
@@ -64,7 +64,7 @@ def text_collector(algo: TextOPDConfig, envs: list, table: TextTable, learner: T
 
 def build_text_learner(config: ExperimentConfig) -> tuple[TextOPD, TextTable]:
     """The learner and a text table backed by the shared MiniLM encoder."""
-    from agentic_rl.nets.text_encoder import shared_encoder
+    from agentic_rl.envs.alfworld.text_encoder import shared_encoder
 
     algo: TextOPDConfig = config.algorithm  # type: ignore[assignment]
     table = TextTable(shared_encoder())

@@ -1,5 +1,6 @@
-"""``training.overlap_env``: envs step in a worker process while the learner updates. The
-learners still learn, and a crashed run resumes bit-exactly from its checkpoint."""
+"""``training.overlap_env``: envs step in a worker process while the learner updates; a
+crashed run resumes bit-exactly from its checkpoint (that it still learns:
+tests/slow/test_learning.py)."""
 
 from __future__ import annotations
 
@@ -7,19 +8,9 @@ import pytest
 from safetensors.torch import load_file
 
 from agentic_rl.cli import main
-from agentic_rl.train.run import train
 from tests.smoke.test_cli import crash_after, point_args
-from tests.unit.test_learning import point_config
 
 OVERLAP = "training.overlap_env=true"
-
-
-def test_sac_her_learns_point_reach_with_the_env_overlapped(tmp_path):
-    config = point_config(tmp_path, {"name": "sac"}, steps=1500)
-    config = config.model_copy(update={"training": config.training.model_copy(
-        update={"overlap_env": True})})
-    summary = train(config, tmp_path / "sac", show_progress=False)
-    assert summary["success_rate"] >= 0.8
 
 
 def test_overlapped_run_resumes_after_a_crash_with_the_same_weights(tmp_path, monkeypatch):

@@ -180,7 +180,7 @@ def test_check_env_with_embeddings(generated: Path) -> None:
 
 
 def test_text_encoder_cache_by_text() -> None:
-    from agentic_rl.nets.text_encoder import shared_encoder
+    from agentic_rl.envs.alfworld.text_encoder import shared_encoder
 
     encoder = shared_encoder()
     first = encoder.encode(["go to fridge 1", "open fridge 1", "go to fridge 1"])

@@ -10,7 +10,6 @@ import torch
 from agentic_rl.algos.base import check_algorithm
 from agentic_rl.algos.td3 import TD3, TD3Config, smoothed, td3_target
 from agentic_rl.config import AgentConfig
-from tests.unit.test_learning import point_config
 
 SPACES = {"obs_dim": 3, "goal_dim": 2, "act_dim": 2, "action_low": -2 * np.ones(2, np.float32),
           "action_high": 2 * np.ones(2, np.float32)}
@@ -71,11 +70,3 @@ def test_modes_contract_and_state_round_trip():
     torch.testing.assert_close(clone.act(obs, None, "deterministic")[0],
                                algo.act(obs, None, "deterministic")[0])
     assert clone.num_updates == 2
-
-
-def test_td3_her_learns_point_reach(tmp_path):
-    from agentic_rl.train.run import train
-
-    config = point_config(tmp_path, {"name": "td3"}, steps=1500)
-    summary = train(config, tmp_path / "td3", show_progress=False)
-    assert summary["success_rate"] >= 0.8

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from agentic_rl.algos.text_opd import ManagerConfig
-from agentic_rl.nets.text import HISTORY_BUCKETS, MATCH_BUCKETS, TextPolicy, TextTable
+from agentic_rl.data.text_table import HISTORY_BUCKETS, MATCH_BUCKETS, TextTable
+from agentic_rl.nets.text import TextPolicy
 from agentic_rl.plan import ChatPlanner, ExpertPlanPlanner, build_planner
 from agentic_rl.plan.planners import PlannerError
 

@@ -16,7 +16,7 @@ from agentic_rl.algos.text_losses import (
     hierarchy_of_groups_advantages,
 )
 from agentic_rl.algos.text_opd import TextOPD, TextOPDConfig, gae_episode
-from agentic_rl.nets.text import TextTable
+from agentic_rl.data.text_table import TextTable
 from agentic_rl.data.text_episodes import (
     TextEpisode,
     collate,

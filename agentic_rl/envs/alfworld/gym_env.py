@@ -90,7 +90,7 @@ class ALFWorldEnv(gym.Env):
             "action_mask": gym.spaces.Box(0, 1, (self.max_commands,), np.int8),
         }
         if encode:
-            from agentic_rl.nets.text_encoder import shared_encoder
+            from agentic_rl.envs.alfworld.text_encoder import shared_encoder
 
             self.encoder = shared_encoder(device=device)
             dim = self.encoder.dim

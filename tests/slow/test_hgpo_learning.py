@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from agentic_rl.algos.hgpo import HGPO, HGPOConfig
 from agentic_rl.envs.gridworld import BatchGridWorld
 from agentic_rl.train.onpolicy import evaluate, train_onpolicy
+
+pytestmark = pytest.mark.slow
 
 
 def test_hgpo_solves_fourrooms():

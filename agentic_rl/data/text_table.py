@@ -1,0 +1,120 @@
+"""The text table of the text agents: every distinct text gets a row id and its frozen
+sentence-encoder embedding, so episodes are small integer arrays (row 0: the empty text);
+and the bucket features a command's logit adds (how often it was issued, how many of its words
+are in the task, whether the object it names was just seen). Used by the text collector, the
+episode storage and the policy (``nets.text``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+import numpy as np
+import torch
+
+
+COUNT_BUCKETS = 4  # issued 0, 1, 2, 3+ times before
+HISTORY_BUCKETS = 2 * COUNT_BUCKETS  # x (was / was not the previous command)
+OVERLAP_BUCKETS = 4  # 0, 1, 2, 3+ of the command's content words are in the task
+MATCH_BUCKETS = 2 * OVERLAP_BUCKETS  # x (all its object words are in the last observation)
+# Words that say nothing about which object or place a command is about.
+FUNCTION_WORDS = frozenset(
+    "a an the some to from in on with it its is are at of and or then you your see into "
+    "under two".split())
+# Task adjectives to the command verbs they call for ("put a hot mug ..." needs "heat mug ...").
+WORD_FORMS = {"hot": "heat", "heated": "heat", "cold": "cool", "cooled": "cool",
+              "cleaned": "clean"}
+
+
+def history_bucket(issued: np.ndarray, is_previous: np.ndarray) -> np.ndarray:
+    """``min(issued, 3) + 4 * is_previous``: a command's history bucket from how often it was
+    issued earlier in the episode and whether it was the last command (int64, any shape)."""
+    return np.minimum(issued, COUNT_BUCKETS - 1) + COUNT_BUCKETS * np.asarray(is_previous, np.int64)
+
+
+class TextTable:
+    """Row ids for texts and their (frozen) embeddings; encodes unseen texts in one batch.
+
+    Args:
+        encoder: anything with ``encode(list[str]) -> float32 [N, dim]`` and ``dim``
+            (e.g. :class:`~agentic_rl.envs.alfworld.text_encoder.TextEncoder`); None for tables that
+            are only filled from arrays.
+        dim: embedding size when there is no encoder.
+    """
+
+    def __init__(self, encoder=None, dim: int | None = None) -> None:
+        self.encoder = encoder
+        self.dim = int(encoder.dim if encoder is not None else dim)
+        self.texts: list[str] = [""]
+        self.index: dict[str, int] = {"": 0}
+        self._vectors: list[np.ndarray] = [np.zeros((1, self.dim), np.float32)]
+        self._tensor: torch.Tensor | None = None
+        # per row: (content words, content words after the first word), filled on demand
+        self._terms: list[tuple[frozenset[str], frozenset[str]] | None] = [
+            (frozenset(), frozenset())]
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def ids(self, texts: Iterable[str]) -> np.ndarray:
+        """Row ids of ``texts`` (int64 ``[N]``), adding and encoding the unseen ones."""
+        texts = list(texts)
+        new = [t for t in dict.fromkeys(texts) if t not in self.index]
+        if new:
+            if self.encoder is None:
+                raise KeyError(f"text not in the table and no encoder to embed it: {new[0]!r}")
+            self.add(new, self.encoder.encode(new))
+        return np.fromiter((self.index[t] for t in texts), np.int64, len(texts))
+
+    def add(self, texts: list[str], vectors: np.ndarray) -> None:
+        """Add already-embedded texts (float32 ``[N, dim]``); known texts are skipped."""
+        keep = [i for i, text in enumerate(texts) if text not in self.index]
+        if keep:
+            self._vectors.append(np.asarray(vectors, np.float32)[keep])
+            for i in keep:
+                self.index[texts[i]] = len(self.texts)
+                self.texts.append(texts[i])
+            self._tensor = None
+
+    def words(self, row: int) -> frozenset[str]:
+        """Content words of a row's text (lower case letters only, function words dropped,
+        task adjectives as their verbs)."""
+        return self._text_terms(row)[0]
+
+    def _text_terms(self, row: int) -> tuple[frozenset[str], frozenset[str]]:
+        """``(content words, content words after the first word)`` of a row's text."""
+        if len(self._terms) < len(self.texts):
+            self._terms += [None] * (len(self.texts) - len(self._terms))
+        terms = self._terms[row]
+        if terms is None:
+            tokens = [WORD_FORMS.get(w, w) for w in re.findall("[a-z]+", self.texts[row].lower())]
+            terms = (frozenset(tokens) - FUNCTION_WORDS, frozenset(tokens[1:]) - FUNCTION_WORDS)
+            self._terms[row] = terms
+        return terms
+
+    def match_buckets(self, task: int, observation: int, commands: np.ndarray) -> np.ndarray:
+        """How each command relates to the task and to what the agent just saw.
+
+        Args:
+            task, observation: row ids.
+            commands: ``[N]`` row ids (0 = padding).
+
+        Returns:
+            int64 ``[N]``: ``min(|command words & task words|, 3) + 4 * (the command's words
+            after its verb all occur in the observation)``; 0 for padding.
+        """
+        task_words, seen = self.words(task), self.words(observation)
+        out = np.zeros(len(commands), np.int64)
+        for i, row in enumerate(commands):
+            if row:
+                words, objects = self._text_terms(int(row))
+                out[i] = (min(len(words & task_words), OVERLAP_BUCKETS - 1)
+                          + OVERLAP_BUCKETS * bool(objects and objects <= seen))
+        return out
+
+    def tensor(self) -> torch.Tensor:
+        """All embeddings, float32 ``[len(self), dim]`` (row 0 zeros)."""
+        if self._tensor is None:
+            self._vectors = [np.concatenate(self._vectors)]
+            self._tensor = torch.from_numpy(self._vectors[0])
+        return self._tensor

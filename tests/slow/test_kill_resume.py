@@ -1,0 +1,54 @@
+"""``kill -9`` at random moments, five times per family, then ``--resume`` to the end: the
+final weights equal an uninterrupted run's bit for bit on CPU (``pytest -m slow``)."""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from safetensors.torch import load_file
+
+from agentic_rl.config import dump_config
+from agentic_rl.data.checkpoint import latest_checkpoint
+from agentic_rl.train.run import train
+from tests.conftest import REPO
+from tests.smoke.test_family_matrix import FAMILIES, family_config
+
+pytestmark = pytest.mark.slow
+KILLS = 5
+STEPS = 600
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_kill_nine_five_times_then_resume_matches_an_uninterrupted_run(tmp_path, family):
+    config = family_config(tmp_path, family, steps=STEPS, training={"checkpoint_freq": 40})
+    train(config, tmp_path / "reference", show_progress=False)
+    path = tmp_path / "point.yaml"
+    dump_config(config, path)
+    command = [sys.executable, "-m", "agentic_rl.cli", "train", str(path), "--log-dir",
+               str(tmp_path / "killed"), "--no-progress", "--resume"]
+    moments = random.Random(f"{family}-kills")
+    kills = 0
+    while kills < KILLS:
+        process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE)
+        time.sleep(moments.uniform(1.0, 8.0))
+        if process.poll() is not None:  # finished before the kill: start over from scratch
+            assert process.returncode == 0, process.stderr.read()
+            break
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        kills += 1
+    finished = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert finished.returncode == 0, finished.stderr
+    reference = load_file(latest_checkpoint(tmp_path / "reference") / "model.safetensors")
+    resumed = load_file(latest_checkpoint(tmp_path / "killed" / "point_seed0") /
+                        "model.safetensors")
+    assert reference.keys() == resumed.keys()
+    for key in reference:
+        assert (reference[key] == resumed[key]).all(), key
+    assert kills == KILLS, "the run finished before five kills; lengthen it"

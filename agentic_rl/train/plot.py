@@ -1,5 +1,5 @@
 """Learning-curve figures (SPEC D1): eval success vs env steps (mean and spread over runs of
-the same experiment) and the three OPD actor losses."""
+the same experiment: same resolved config but for the seed) and the three OPD actor losses."""
 
 from __future__ import annotations
 
@@ -14,13 +14,49 @@ from agentic_rl.train.logger import read_metrics
 OPD_LOSSES = ("losses/actor_sac_loss", "losses/actor_distill_loss", "losses/actor_total_loss")
 
 
-def experiment_label(run_dir: Path) -> str:
-    """Runs that differ only in ``training.seed`` share a label (and a curve)."""
+# Keys that do not change what a run learns: runs differing only here are seeds of one curve.
+BOOKKEEPING = ("training.seed", "training.total_timesteps", "training.checkpoint_freq",
+               "training.log_freq", "training.torch_threads", "training.device")
+
+
+def flat_config(run_dir: Path) -> dict[str, str]:
+    """The run's resolved config as ``{dotted key: YAML text}`` (empty without config.yaml)."""
     config_path = run_dir / "config.yaml"
     if not config_path.exists():
-        return run_dir.name
-    config = yaml.safe_load(config_path.read_text())
-    return f"{config['algorithm']['name']} {config['environment']['name']}"
+        return {}
+
+    def flatten(node, prefix: str) -> dict[str, str]:
+        if isinstance(node, dict):
+            return {k: v for key, child in node.items()
+                    for k, v in flatten(child, f"{prefix}{key}.").items()}
+        return {prefix[:-1]: yaml.safe_dump(node, default_flow_style=True).strip()}
+
+    return flatten(yaml.safe_load(config_path.read_text()) or {}, "")
+
+
+def group_runs(configs: dict[str, dict[str, str]]) -> dict[str, list[str]]:
+    """Runs with the same resolved config (seeds and bookkeeping aside) share a curve; each
+    label is ``algorithm env`` plus the keys whose values differ between the curves."""
+    def experiment(flat: dict[str, str]) -> tuple:
+        return tuple(sorted((k, v) for k, v in flat.items() if k not in BOOKKEEPING))
+
+    groups: dict[tuple, list[str]] = defaultdict(list)
+    for run, flat in configs.items():
+        groups[experiment(flat) if flat else (("run", run),)].append(run)
+    configured = [dict(key) for key in groups if "run" not in dict(key)]
+    keys = {k for values in configured for k in values}
+    differing = sorted(k for k in keys if len({values.get(k) for values in configured}) > 1
+                       and k not in ("algorithm.name", "environment.name"))
+    labels: dict[str, list[str]] = {}
+    for key, runs in groups.items():
+        values = dict(key)
+        if "run" in values:
+            labels[Path(values["run"]).name] = runs
+            continue
+        base = f"{values.get('algorithm.name', '?')} {values.get('environment.name', '?')}"
+        extra = ", ".join(f"{k}={values.get(k, '-')}" for k in differing)
+        labels[f"{base} ({extra})" if extra else base] = runs
+    return labels
 
 
 def mean_and_spread(curves: list[list[tuple[int, float]]]):
@@ -44,13 +80,13 @@ def plot_runs(run_dirs: list[str | Path], out: str | Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    groups: dict[str, list[dict]] = defaultdict(list)
     for run_dir in map(Path, run_dirs):
-        metrics_path = run_dir / "metrics.csv"
-        if not metrics_path.exists():
+        if not (run_dir / "metrics.csv").exists():
             raise FileNotFoundError(f"{run_dir} has no metrics.csv; pass run folders written by "
                                     "`agentic-rl train`")
-        groups[experiment_label(run_dir)].append(read_metrics(metrics_path))
+    labels = group_runs({str(run_dir): flat_config(Path(run_dir)) for run_dir in run_dirs})
+    groups = {label: [read_metrics(Path(run) / "metrics.csv") for run in runs]
+              for label, runs in labels.items()}
     has_losses = any(OPD_LOSSES[1] in m for runs in groups.values() for m in runs)
     figure, axes = plt.subplots(1, 2 if has_losses else 1, figsize=(12 if has_losses else 6, 4))
     axes = np.atleast_1d(axes)

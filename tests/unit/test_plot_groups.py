@@ -1,0 +1,24 @@
+"""``plot`` groups runs by their resolved config: seeds share a curve, other settings do not,
+and labels name what differs."""
+
+from __future__ import annotations
+
+from agentic_rl.train.plot import group_runs
+
+
+def config(seed: int, alpha: str, steps: str = "3000") -> dict[str, str]:
+    return {"algorithm.name": "opd", "algorithm.opd_alpha": alpha,
+            "environment.name": "FetchReach-v4", "training.seed": str(seed),
+            "training.total_timesteps": steps}
+
+
+def test_seeds_share_a_curve_and_differing_settings_are_named():
+    groups = group_runs({"a0": config(0, "0.2"), "a1": config(1, "0.2", "6000"),
+                         "b0": config(0, "0.1")})
+    assert groups == {"opd FetchReach-v4 (algorithm.opd_alpha=0.2)": ["a0", "a1"],
+                      "opd FetchReach-v4 (algorithm.opd_alpha=0.1)": ["b0"]}
+
+
+def test_one_experiment_keeps_the_short_label_and_folders_without_config_stand_alone():
+    groups = group_runs({"a0": config(0, "0.2"), "a1": config(1, "0.2"), "x/loose": {}})
+    assert groups == {"opd FetchReach-v4": ["a0", "a1"], "loose": ["x/loose"]}

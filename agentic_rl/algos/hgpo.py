@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentic_rl.algos import hgpo_losses, losses
+from agentic_rl.algos import hgpo_losses
 from agentic_rl.algos.base import (ALL_AGENT_KEYS, ENV_INPUT_KEYS, OWN_DRIVER_TRAINING_KEYS,
                                    ActMode, check_mode)
+from agentic_rl.algos.schedule import Schedule
 from agentic_rl.algos.ppo import ActionScaler, PPOUpdateConfig, flat_obs, ppo_epochs, space_dim
 from agentic_rl.data.hierarchical import ManagerSegments, manager_segments, period_ends
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
@@ -34,28 +35,19 @@ class LevelConfig(PPOUpdateConfig):
     update_every: int = Field(1, ge=1, description="update this level every k rollouts")
 
 
-class LogStdCap(BaseModel):
-    """Upper bound on the Manager's (pre-tanh) log std, linear in env steps from ``start`` (at
-    ``start_step``) to ``end`` (from ``end_step`` on). Annealing it makes the Manager's mean goal,
-    which deterministic evaluation uses, the goal its rollouts were rewarded for."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    start_step: int = Field(0, ge=0)
-    end_step: int = Field(ge=1)
-    start: float = 1.0
-    end: float = -2.0
-
-    @model_validator(mode="after")
-    def _ordered(self) -> LogStdCap:
-        if self.end_step <= self.start_step:
-            raise ValueError(f"end_step {self.end_step} must exceed start_step {self.start_step}")
-        return self
-
-    def value(self, env_steps: int) -> float:
-        """The bound after ``env_steps`` env steps."""
-        return losses.scheduled_value(self.start, self.end, self.end_step - self.start_step,
-                                      "linear", env_steps - self.start_step)
+def log_std_cap(raw: Any) -> Any:
+    """``manager_log_std_cap`` as a ``Schedule`` over env steps; also reads the older
+    ``{start_step, end_step, start, end}`` form (linear from ``start_step`` to ``end_step``)."""
+    if isinstance(raw, dict) and "end_step" in raw:
+        raw = dict(raw)
+        end_step = raw.pop("end_step")
+        if end_step <= raw.get("start_step", 0):
+            raise ValueError(f"end_step {end_step} must exceed start_step "
+                             f"{raw.get('start_step', 0)}")
+        raw["steps"] = end_step - raw.get("start_step", 0)
+        raw.setdefault("start", 1.0)
+        raw.setdefault("end", -2.0)
+    return raw
 
 
 class HGPOConfig(BaseModel):
@@ -85,7 +77,15 @@ class HGPOConfig(BaseModel):
     intrinsic_scale: float = Field(1.0, gt=0)
     goal_tolerance: float = Field(0.1, gt=0, description="phi distance that counts as reached")
     manager_init_log_std: float = Field(0.0, description="initial log std of the goal noise")
-    manager_log_std_cap: LogStdCap | None = Field(None, description="None: the std is unbounded")
+    manager_log_std_cap: Schedule | None = Field(
+        None, description="upper bound on the Manager's pre-tanh log std over env steps "
+        "(annealing it makes the mean goal, used in evaluation, the goal its rollouts were "
+        "rewarded for); None: unbounded")
+
+    @field_validator("manager_log_std_cap", mode="before")
+    @classmethod
+    def _legacy_cap(cls, raw: Any) -> Any:
+        return log_std_cap(raw)
     manager_recurrent: bool = False
     gru_hidden: int = Field(64, ge=1)
     goal_change_coef: float = Field(0.0, ge=0)

@@ -10,29 +10,11 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, field_validator
 
 from agentic_rl.algos import losses
 from agentic_rl.algos.sac import SAC, Batch, SACConfig
-
-
-class Schedule(BaseModel):
-    """``start -> end`` over ``steps`` gradient updates, linear or exponential, then held."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    schedule: Literal["linear", "exponential"] = "linear"
-    start: float = Field(ge=0)
-    end: float = Field(ge=0)
-    steps: int = Field(ge=1)
-
-    @model_validator(mode="after")
-    def _positive_for_exponential(self) -> "Schedule":
-        if self.schedule == "exponential" and (self.start <= 0 or self.end <= 0):
-            raise ValueError("an exponential schedule needs start > 0 and end > 0")
-        return self
-
-    def value(self, step: int) -> float:
-        return losses.scheduled_value(self.start, self.end, self.steps, self.schedule, step)
+from agentic_rl.algos.schedule import Scheduled, non_negative, value_at
 
 
 class OPDConfig(SACConfig):
@@ -40,10 +22,15 @@ class OPDConfig(SACConfig):
 
     name: Literal["opd"] = "opd"  # type: ignore[assignment]
     unread_keys: ClassVar[tuple[str, ...]] = ()
-    opd_alpha: float | Schedule = Field(0.2)
+    opd_alpha: Scheduled = Field(0.2, description="distillation weight (per update)")
     distill_loss: Literal["mse", "nll"] = "mse"
     q_filter: bool = False
     prototype_batch_size: int = Field(256, ge=1)
+
+    @field_validator("opd_alpha")
+    @classmethod
+    def _non_negative(cls, value: Scheduled) -> Scheduled:
+        return non_negative(value, "opd_alpha")
 
 
 class OPD(SAC):
@@ -52,8 +39,7 @@ class OPD(SAC):
     config: OPDConfig
 
     def opd_alpha(self) -> float:
-        weight = self.config.opd_alpha
-        return weight.value(self.num_updates) if isinstance(weight, Schedule) else float(weight)
+        return value_at(self.config.opd_alpha, self.num_updates)
 
     def distill_batch_size(self) -> int:
         return self.config.prototype_batch_size

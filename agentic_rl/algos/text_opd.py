@@ -22,13 +22,13 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from torch import nn
 
 from agentic_rl.algos.base import (ALL_AGENT_KEYS, ENV_INPUT_KEYS, OWN_DRIVER_TRAINING_KEYS,
                                    VERIFICATION_KEYS)
 from agentic_rl.algos.hgpo_losses import ppo_policy_loss, value_loss
-from agentic_rl.algos.losses import scheduled_value
+from agentic_rl.algos.schedule import Schedule, Scheduled, non_negative, value_at
 from agentic_rl.algos.text_losses import (
     command_cross_entropy,
     context_groups,
@@ -65,6 +65,28 @@ class TextOPDConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: Literal["text_opd"] = "text_opd"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_opd_alpha(cls, raw: Any) -> Any:
+        """Run folders written before the shared ``Schedule`` kept the weight in four keys
+        (``opd_alpha``, ``opd_alpha_end``, ``opd_alpha_schedule``, ``opd_alpha_steps``)."""
+        legacy = ("opd_alpha_end", "opd_alpha_schedule", "opd_alpha_steps")
+        if not isinstance(raw, dict) or not any(key in raw for key in legacy):
+            return raw
+        raw = dict(raw)
+        start = raw.get("opd_alpha", 1.0)
+        end, kind = raw.pop("opd_alpha_end", 0.2), raw.pop("opd_alpha_schedule", "exponential")
+        steps = raw.pop("opd_alpha_steps", 200)
+        if kind != "constant" and start != 0:
+            end = max(end, 1e-8) if kind == "exponential" else end
+            raw["opd_alpha"] = {"schedule": kind, "start": start, "end": end, "steps": steps}
+        return raw
+
+    @field_validator("opd_alpha")
+    @classmethod
+    def _non_negative(cls, value: Any) -> Any:
+        return non_negative(value, "opd_alpha")
     unread_keys: ClassVar[tuple[str, ...]] = (
         tuple(k for k in ALL_AGENT_KEYS if k != "agent.prototype_data_path")
         + OWN_DRIVER_TRAINING_KEYS + ENV_INPUT_KEYS + VERIFICATION_KEYS + (
@@ -85,10 +107,9 @@ class TextOPDConfig(BaseModel):
     ent_coef: float = Field(0.0, ge=0)
     vf_coef: float = Field(0.5, ge=0)
     max_grad_norm: float = Field(1.0, gt=0)
-    opd_alpha: float = Field(1.0, ge=0)
-    opd_alpha_end: float = Field(0.2, ge=0)
-    opd_alpha_schedule: Literal["constant", "linear", "exponential"] = "exponential"
-    opd_alpha_steps: int = Field(200, ge=1, description="updates over which opd_alpha decays")
+    opd_alpha: Scheduled = Field(
+        default_factory=lambda: Schedule(schedule="exponential", start=1.0, end=0.2, steps=200),
+        description="distillation weight over RL updates (a number: constant)")
     distill_batch_episodes: int = Field(16, ge=1)
     bc_steps: int = Field(2000, ge=0, description="imitation steps before any RL")
     dagger_rounds: int = Field(0, ge=0, description="after bc_steps: rounds of playing "
@@ -122,11 +143,7 @@ class TextOPD:
         self.updates = 0
 
     def opd_alpha(self) -> float:
-        c = self.config
-        if c.opd_alpha_schedule == "constant" or c.opd_alpha == 0:
-            return c.opd_alpha
-        return scheduled_value(c.opd_alpha, max(c.opd_alpha_end, 1e-8), c.opd_alpha_steps,
-                               c.opd_alpha_schedule, self.updates)
+        return value_at(self.config.opd_alpha, self.updates)
 
     @torch.no_grad()
     def act(self, table: torch.Tensor, step: dict[str, torch.Tensor], memory: torch.Tensor,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agentic_rl.algos.opd import Schedule
+from agentic_rl.algos.schedule import Schedule
 from agentic_rl.config import ConfigError, apply_override, load_config, validate_config
 
 MINIMAL = {"algorithm": {"name": "opd"}}
@@ -94,3 +94,31 @@ def test_unread_keys_at_their_defaults_pass_so_resolved_configs_reload():
     for name in ("ppo", "hgpo", "hgpo_sac", "text_opd", "td3"):
         config = validate_config({"algorithm": {"name": name}})
         validate_config(config.model_dump(mode="json"))  # the run folder's config.yaml
+
+
+def test_one_schedule_model_for_every_scheduled_value():
+    for name, key in (("opd", "opd_alpha"), ("text_opd", "opd_alpha")):
+        config = validate_config({"algorithm": {"name": name, key: {
+            "schedule": "linear", "start": 1.0, "end": 0.5, "steps": 10}}})
+        assert getattr(config.algorithm, key).value(5) == pytest.approx(0.75)
+    hgpo = validate_config({"algorithm": {"name": "hgpo", "manager_log_std_cap": {
+        "start": 1.0, "end": -2.0, "steps": 100, "start_step": 100}}})
+    cap = hgpo.algorithm.manager_log_std_cap
+    assert [cap.value(s) for s in (0, 100, 150, 300)] == pytest.approx([1.0, 1.0, -0.5, -2.0])
+    with pytest.raises(ConfigError, match="opd_alpha must stay >= 0"):
+        validate_config({"algorithm": {"name": "opd", "opd_alpha": {
+            "start": 1.0, "end": -0.1, "steps": 10}}})
+
+
+def test_older_schedule_keys_still_load():
+    text = validate_config({"algorithm": {"name": "text_opd", "opd_alpha": 1.0,
+                                          "opd_alpha_end": 0.2, "opd_alpha_schedule": "exponential",
+                                          "opd_alpha_steps": 200}})
+    assert text.algorithm.opd_alpha == Schedule(schedule="exponential", start=1.0, end=0.2,
+                                                steps=200)
+    constant = validate_config({"algorithm": {"name": "text_opd", "opd_alpha": 0.5,
+                                              "opd_alpha_schedule": "constant"}})
+    assert constant.algorithm.opd_alpha == 0.5
+    hgpo = validate_config({"algorithm": {"name": "hgpo", "manager_log_std_cap": {
+        "start_step": 100, "end_step": 200, "start": 1.0, "end": -2.0}}})
+    assert hgpo.algorithm.manager_log_std_cap.value(150) == pytest.approx(-0.5)

@@ -9,7 +9,7 @@ import torch
 from gymnasium import spaces
 from pydantic import ValidationError
 
-from agentic_rl.algos.hgpo import HGPO, HGPOConfig, LogStdCap
+from agentic_rl.algos.hgpo import HGPO, HGPOConfig
 from agentic_rl.algos.hgpo_losses import (
     distance_intrinsic_reward,
     goal_change_penalty,
@@ -192,7 +192,8 @@ def test_every_variant_updates_and_round_trips(overrides):
 
 
 def test_log_std_cap_schedule_by_hand():
-    cap = LogStdCap(start_step=100, end_step=200, start=1.0, end=-2.0)
+    cap = HGPOConfig(manager_log_std_cap={"start_step": 100, "end_step": 200, "start": 1.0,
+                                          "end": -2.0}).manager_log_std_cap
     values = [cap.value(step) for step in (0, 100, 150, 175, 200, 300)]
     assert values == pytest.approx([1.0, 1.0, -0.5, -1.25, -2.0, -2.0])
 

@@ -14,6 +14,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from agentic_rl.envs.goal import FlatToGoalObservation, GoalRegion, is_goal_env
+from agentic_rl.envs.registration import register_envs
 
 # Modules that register envs of this project (each exposes register_envs()); optional ones are
 # skipped when their extra dependencies are missing.
@@ -26,18 +27,21 @@ class EnvError(ValueError):
     """An environment id or its arguments are wrong."""
 
 
-def register_all() -> None:
-    """Register gymnasium-robotics and this project's envs with Gymnasium (idempotent)."""
+def register_all(name: str | None = None) -> None:
+    """Make ``name`` (or every id) known to Gymnasium (idempotent). This project's ids are
+    registered on ``import agentic_rl``; gymnasium-robotics, whose import takes a second or
+    two, is imported only for an id that is not ours."""
     global _registered
-    if _registered:
+    register_envs()
+    if _registered or (name is not None and name in gym.registry):
         return
     with contextlib.redirect_stderr(io.StringIO()):  # a notice about Adroit envs we never use
         import gymnasium_robotics
 
     gym.register_envs(gymnasium_robotics)
-    for name in OWN_ENV_MODULES:
+    for module_name in OWN_ENV_MODULES:
         try:
-            module = importlib.import_module(name)
+            module = importlib.import_module(module_name)
         except ModuleNotFoundError:
             continue  # that family or its optional dependency is not installed
         for hook in ("register_envs", "register_maze_envs"):
@@ -50,7 +54,7 @@ def make_env(name: str, kwargs: dict[str, Any] | None = None, goal_region=None) 
     """``gym.make`` with a clear error for unknown ids; plain Box envs get empty goals (other
     spaces, e.g. ALFWorld's text, pass through unchanged);
     ``goal_region`` (a ``config.GoalRegionConfig``) restricts where goals are sampled."""
-    register_all()
+    register_all(name)
     if name not in gym.registry:
         close = difflib.get_close_matches(name, list(gym.registry), n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -121,7 +125,7 @@ def make_onpolicy_vec_env(name: str, num_envs: int, kwargs: dict[str, Any] | Non
                           seed: int = 0):
     """A vector env for the on-policy loop (``SAME_STEP`` autoreset): the numpy-batched
     ``BatchGridWorld`` for grid ids, a ``SyncVectorEnv`` of ``make_env`` otherwise."""
-    register_all()
+    register_all(name)
     from agentic_rl.envs.gridworld import ENV_IDS, BatchGridWorld
 
     if name in ENV_IDS:

@@ -19,6 +19,8 @@ class Logger:
 
     def __init__(self, run_dir: str | Path, tensorboard: bool = True,
                  purge_step: int | None = None) -> None:
+        """``purge_step``: the step a resumed run continues from; TensorBoard events logged
+        after it are dropped (those at it belong to the checkpoint and stay)."""
         self.run_dir = Path(run_dir)
         self.csv_path = self.run_dir / "metrics.csv"
         new_file = not self.csv_path.exists()
@@ -31,8 +33,8 @@ class Logger:
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
 
-            self._writer = SummaryWriter(str(self.run_dir / "tensorboard"),
-                                         purge_step=purge_step)
+            self._writer = SummaryWriter(str(self.run_dir / "tensorboard"), purge_step=(
+                None if purge_step is None else purge_step + 1))
         self.latest: dict[str, float] = {}
 
     def log(self, step: int, metrics: dict[str, float]) -> None:

@@ -18,12 +18,25 @@ from agentic_rl.config import ExperimentConfig
 from agentic_rl.envs.make import make_onpolicy_vec_env
 from agentic_rl.data.checkpoint import (latest_checkpoint, load_learner, save_learner,
                                          write_summary)
-from agentic_rl.train.logger import Logger, truncate_metrics
+from agentic_rl.train.logger import Logger, read_metrics, truncate_metrics
 from agentic_rl.train.onpolicy import train_onpolicy
 from agentic_rl.train.progress import Progress
 from agentic_rl.train.safety import wrap_onpolicy_safety
 
 EVAL_ENVS = 4
+EVAL_KEYS = ("eval/success_rate", "eval/mean_return", "eval/mean_length")
+
+
+def eval_history(metrics_csv: Path) -> list[dict[str, float]]:
+    """The evaluations already in a run's ``metrics.csv`` (a resumed run keeps them)."""
+    if not metrics_csv.exists():
+        return []
+    metrics = read_metrics(metrics_csv)
+    rows: dict[int, dict[str, float]] = {}
+    for key in EVAL_KEYS:
+        for step, value in metrics.get(key, []):
+            rows.setdefault(step, {"step": step})[key.split("/")[1]] = value
+    return [rows[step] for step in sorted(rows)]
 
 
 def build_onpolicy(config: ExperimentConfig, num_envs: int, seed: int):
@@ -51,6 +64,7 @@ def train_onpolicy_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
     envs, eval_env = wrap_onpolicy_safety(config, envs, eval_env)
     safe = config.verification.property_file is not None
     logger = Logger(run_dir, purge_step=done_steps if resume else None)
+    history = eval_history(run_dir / "metrics.csv") if resume else []
     started = time.perf_counter()
     last_checkpoint = [done_steps]
 
@@ -65,6 +79,10 @@ def train_onpolicy_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
             if safe:
                 metrics = {**metrics, **envs.metrics(), **eval_env.metrics("eval_")}
             logger.log(done_steps + step, metrics)
+            if "eval/success_rate" in metrics:
+                history.append({"step": done_steps + step, **{
+                    key.split("/")[1]: metrics[f"eval/{key.split('/')[1]}"]
+                    for key in EVAL_KEYS if key in metrics}})
             last_success[0] = metrics.get("eval/success_rate", last_success[0])
             progress.update(done_steps + step, last_success[0])
 
@@ -89,7 +107,7 @@ def train_onpolicy_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
                "mean_return": final.get("eval/mean_return"), "env_steps": steps,
                "wall_seconds": round(time.perf_counter() - started, 2),
                "seed": training.seed, "env": config.environment.name,
-               "algorithm": config.algorithm.name}
+               "algorithm": config.algorithm.name, "eval_history": history}
     if safe:
         summary["safety"] = {"train": envs.monitor.summary(), "eval": eval_env.monitor.summary(),
                              "train_shield_interventions": envs.interventions,

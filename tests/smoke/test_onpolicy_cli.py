@@ -17,6 +17,9 @@ def test_smoke_ppo_and_hgpo_train_resume_eval(tmp_path, capsys):
         assert main([*base, "training.total_timesteps=3072", "--resume"]) == 0
         summary = json.loads((run_dir / "summary.json").read_text())
         assert summary["env_steps"] == 3072 and summary["algorithm"] == name.split("_")[0]
+        # evaluations of both sessions, the one at the resumed step kept once
+        assert [row["step"] for row in summary["eval_history"]] == [1024, 2048, 3072]
+        assert 0.0 <= summary["eval_history"][-1]["success_rate"] <= 1.0
         metrics = (run_dir / "metrics.csv").read_text()
         assert "eval/success_rate" in metrics and "losses/" in metrics
         capsys.readouterr()

@@ -139,3 +139,21 @@ def test_demos_without_an_expert_and_a_malformed_property_file(tmp_path, capsys)
     assert main(train_args(tmp_path, "training.total_timesteps=40",
                            f"verification.property_file={broken}")) == 2
     one_error_line(capsys)
+
+
+def tensorboard_steps(run_dir, key: str) -> list[int]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(str(run_dir / "tensorboard"))  # applies purges, as TB does
+    accumulator.Reload()
+    return sorted(event.step for event in accumulator.Scalars(key))
+
+
+def test_a_resumed_run_keeps_the_evaluation_of_its_checkpoint_step(tmp_path):
+    short = ("training.num_eval_episodes=2", "training.checkpoint_freq=40")
+    assert main(train_args(tmp_path, "training.total_timesteps=80", *short)) == 0
+    assert main(train_args(tmp_path, "training.total_timesteps=120", *short, "--resume")) == 0
+    run_dir = tmp_path / "point_sac_seed0"
+    assert tensorboard_steps(run_dir, "eval/success_rate") == [40, 80, 120]
+    csv_rows = [line.split(",") for line in (run_dir / "metrics.csv").read_text().splitlines()]
+    assert [int(r[0]) for r in csv_rows[1:] if r[2] == "eval/success_rate"] == [40, 80, 120]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from agentic_rl.algos import ON_POLICY, TEXT
 from agentic_rl.config import ConfigError
+from agentic_rl.train.loop_signals import CheckpointedInterrupt
 
 RUNS_DIR = "runs"
 
@@ -173,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--log-dir", default=RUNS_DIR,
                        help="parent folder; the run goes to LOG_DIR/<config>_seed<N>")
     train.add_argument("--seed", type=int, help="shorthand for training.seed=N")
-    train.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
+    train.add_argument("--resume", action="store_true", help="continue from the last checkpoint (from step 0 if the run stopped before "
+                       "its first); Ctrl-C writes one")
     train.add_argument("--init-from", metavar="RUN_DIR",
                        help="start from another run's actor, normalisers and prototypes")
     train.add_argument("--no-progress", action="store_true", help="no live progress bar")
@@ -239,8 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     except user_errors() as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except CheckpointedInterrupt as interrupt:
+        print(f"interrupted at step {interrupt.step}, checkpoint written; continue with --resume",
+              file=sys.stderr)
+        return 130
     except KeyboardInterrupt:
-        print("interrupted; resume with --resume", file=sys.stderr)
+        print("interrupted; continue with --resume (from the last checkpoint)", file=sys.stderr)
         return 130
     return 0
 

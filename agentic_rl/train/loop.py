@@ -5,8 +5,6 @@ scripts."""
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
 from collections import defaultdict
 
@@ -18,6 +16,7 @@ from agentic_rl.envs.make import env_factory
 from agentic_rl.train import state
 from agentic_rl.train.evaluate import evaluate
 from agentic_rl.train.logger import Logger
+from agentic_rl.train.loop_signals import CheckpointedInterrupt, CtrlC
 from agentic_rl.train.progress import Progress
 from agentic_rl.train.setup import Run
 
@@ -92,30 +91,7 @@ def train_loop(run: Run, logger: Logger, show_progress: bool = True) -> None:
         if async_envs is not None:
             async_envs.close()
     if ctrl_c.pressed:
-        raise KeyboardInterrupt
-
-
-class CtrlC:
-    """Turns the first Ctrl-C (SIGINT) into a flag the loop reads once per step, so it stops
-    at a consistent point and checkpoints; a second one interrupts at once."""
-
-    def __init__(self) -> None:
-        self.pressed = False
-        self.previous = None
-
-    def __enter__(self) -> CtrlC:
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def _handle(self, signum, frame) -> None:
-        if self.pressed:
-            raise KeyboardInterrupt
-        self.pressed = True
-
-    def __exit__(self, *exc) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
+        raise CheckpointedInterrupt(run.step)
 
 
 def _train_loop(run: Run, logger: Logger, show_progress: bool, async_envs,

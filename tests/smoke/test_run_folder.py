@@ -52,7 +52,7 @@ def test_ctrl_c_stops_cleanly_with_a_checkpoint_and_resume_continues(tmp_path):
     wait_for_metrics(run_dir, process)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
-    assert process.returncode == 130 and "resume with --resume" in err
+    assert process.returncode == 130 and "checkpoint written; continue with --resume" in err
     assert (run_dir / "checkpoints" / "latest").exists()
     step = int((run_dir / "checkpoints" / "latest").read_text().split("_")[1])
     assert main(train_args(tmp_path, f"training.total_timesteps={step + 40}", "--resume",

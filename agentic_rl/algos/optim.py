@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+_OPTIMIZER = torch.optim.Optimizer
+
 
 class FusedAdam(torch.optim.Adam):
     """``torch.optim.Adam(..., fused=True)`` with a lean ``step`` (same arithmetic)."""
@@ -105,6 +107,8 @@ class FusedAdam(torch.optim.Adam):
         skips the wrapper torch puts around ``step`` (profiler record, step hooks: about
         0.1 ms per call, as much as the kernels of a small network's step); step hooks
         registered on this optimiser do not run then."""
+        if closure is None and self._plan is None and self._init_state():
+            self._build_plan()
         if (closure is not None or self._plan is None
                 or self._plan_keys != [self._hyper(group) for group in self.param_groups]):
             loss = super().step(closure)  # also the first step, which creates the state
@@ -123,20 +127,44 @@ class FusedAdam(torch.optim.Adam):
                                **hyper)
         return None
 
+    def _init_state(self) -> bool:
+        """Create Adam's state as torch's fused Adam does on its first step (0-dim float32 step
+        counts, zero moments), where every parameter has a gradient and none has state yet;
+        True if it did. The first step then takes the lean path too, and torch's ``step``,
+        whose wrapper imports ``torch._dynamo`` (over a second), is never called."""
+        params = [p for group in self.param_groups for p in group["params"]]
+        if any(p.grad is None or self.state.get(p) for p in params):
+            return False
+        for param in params:
+            self.state[param] = {
+                "step": torch.zeros((), dtype=torch.float32, device=param.device),
+                "exp_avg": torch.zeros_like(param, memory_format=torch.preserve_format),
+                "exp_avg_sq": torch.zeros_like(param, memory_format=torch.preserve_format)}
+        if self._fast_path_ok():
+            return True
+        for param in params:  # an option the lean step does not cover: torch creates it
+            del self.state[param]
+        return False
+
+    # torch wraps these in ``torch._disable_dynamo``, which imports ``torch._dynamo`` on first
+    # use; outside ``torch.compile`` the wrapped function is the same call.
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        _OPTIMIZER.zero_grad.__wrapped__(self, set_to_none)
+
     def state_dict(self) -> dict[str, Any]:
         """Torch's state dict, with each step count in its own storage (checkpoint files do not
         store tensors that share memory)."""
-        state = super().state_dict()
+        state = _OPTIMIZER.state_dict.__wrapped__(self)
         state["state"] = {key: {**value, "step": value["step"].clone()} if "step" in value
                           else value for key, value in state["state"].items()}
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        super().load_state_dict(state_dict)
+        _OPTIMIZER.load_state_dict.__wrapped__(self, state_dict)
         self._plan = None  # the state tensors were replaced
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
-        super().add_param_group(param_group)
+        _OPTIMIZER.add_param_group.__wrapped__(self, param_group)
         self._plan = None
 
 

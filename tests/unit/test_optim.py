@@ -101,3 +101,37 @@ def test_flat_state_after_loading_a_checkpoint_and_not_with_weight_decay():
     assert restored.flat_state([*model.parameters(), alpha]) is not None
     _, _, decaying = _train(FusedAdam, (1e-3, 1e-3, 1e-3), steps=1, weight_decay=1e-2)
     assert decaying.flat_state([p for g in decaying.param_groups for p in g["params"]]) is None
+
+
+def test_the_first_step_is_lean_too_and_creates_torchs_state_layout():
+    ours_model, ours_alpha, ours = _train(FusedAdam, (1e-3, 3e-4, 1e-2), steps=1)
+    ref_model, ref_alpha, ref = _train(torch.optim.Adam, (1e-3, 3e-4, 1e-2), steps=1, fused=True)
+    assert ours._plan is not None  # the lean path ran the first step and kept its plan
+    for a, b in zip([*ours_model.parameters(), ours_alpha], [*ref_model.parameters(), ref_alpha]):
+        assert torch.equal(a, b)
+    ours_state, ref_state = ours.state_dict()["state"], ref.state_dict()["state"]
+    assert ours_state.keys() == ref_state.keys()
+    for key in ref_state:
+        for name in ("step", "exp_avg", "exp_avg_sq"):
+            mine, theirs = ours_state[key][name], ref_state[key][name]
+            assert mine.dtype == theirs.dtype and mine.shape == theirs.shape
+            assert torch.equal(mine, theirs)
+
+
+def test_a_short_training_run_never_imports_torch_dynamo(tmp_path):
+    """torch's optimiser wrappers import torch._dynamo (over a second) on first use."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = ("import sys; from agentic_rl.cli import main\n"
+            f"main(['train', r'{REPO / 'configs' / 'opd_point.yaml'}', '--log-dir', "
+            f"r'{tmp_path}', '--no-progress', 'training.total_timesteps=40', "
+            f"'agent.prototype_data_path={tmp_path / 'demo.npz'}', "
+            "'training.num_eval_episodes=2'])\n"
+            "print('torch._dynamo' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "False"

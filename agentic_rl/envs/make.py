@@ -50,16 +50,21 @@ def register_all(name: str | None = None) -> None:
     _registered = True
 
 
-def make_env(name: str, kwargs: dict[str, Any] | None = None, goal_region=None) -> gym.Env:
-    """``gym.make`` with a clear error for unknown ids; plain Box envs get empty goals (other
-    spaces, e.g. ALFWorld's text, pass through unchanged);
-    ``goal_region`` (a ``config.GoalRegionConfig``) restricts where goals are sampled."""
+def check_env_id(name: str) -> None:
+    """Raise ``EnvError`` (with the closest ids) unless ``name`` is a registered env id."""
     register_all(name)
     if name not in gym.registry:
         close = difflib.get_close_matches(name, list(gym.registry), n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise EnvError(f"unknown environment id {name!r}{hint} (Fetch tasks are the -v4 ids, "
                        "e.g. FetchReach-v4)")
+
+
+def make_env(name: str, kwargs: dict[str, Any] | None = None, goal_region=None) -> gym.Env:
+    """``gym.make`` with a clear error for unknown ids; plain Box envs get empty goals (other
+    spaces, e.g. ALFWorld's text, pass through unchanged);
+    ``goal_region`` (a ``config.GoalRegionConfig``) restricts where goals are sampled."""
+    check_env_id(name)
     try:
         env = gym.make(name, **(kwargs or {}))
     except TypeError as error:

@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agentic_rl.algos import CONFIGS
-from agentic_rl.algos.sac import SACConfig, SACNetworkConfig
+from agentic_rl.algos.sac_config import SACConfig, SACNetworkConfig
 
 
 class Section(BaseModel):

@@ -24,7 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentic_rl.algos.base import ALL_AGENT_KEYS, ActMode, check_mode
 from agentic_rl.algos.hgpo import level_metrics
 from agentic_rl.algos.spaces import resolve_device, spaces_of
-from agentic_rl.algos.sac import SAC, HERConfig, SACConfig, SACNetworkConfig
+from agentic_rl.algos.sac import SAC
+from agentic_rl.algos.sac_config import HERConfig, SACConfig, SACNetworkConfig
 from agentic_rl.data.period_storage import LevelSettings, PeriodStorage
 from agentic_rl.data.replay_storage import episode_states
 from agentic_rl.data.storage import StorageSpec

@@ -19,7 +19,7 @@ import torch
 from agentic_rl.algos import losses, sac_fused, sac_grads
 from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.optim import FusedAdam, merge_optimizer_states
-from agentic_rl.algos.sac_config import HERConfig, SACConfig, SACNetworkConfig  # noqa: F401
+from agentic_rl.algos.sac_config import SACConfig
 from agentic_rl.algos.spaces import resolve_device, spaces_of
 from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage, build_replay_storage
 from agentic_rl.data.storage import StorageSpec

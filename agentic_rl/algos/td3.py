@@ -17,7 +17,7 @@ from torch import nn
 from agentic_rl.algos.base import (PROTOTYPE_BUFFER_KEYS, SAC_AGENT_KEYS, ActMode,
                                    check_mode)
 from agentic_rl.algos.losses import critic_loss
-from agentic_rl.algos.sac import HERConfig
+from agentic_rl.algos.sac_config import HERConfig
 from agentic_rl.algos.spaces import resolve_device, spaces_of
 from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage, build_replay_storage
 from agentic_rl.data.storage import StorageSpec

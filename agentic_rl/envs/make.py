@@ -14,7 +14,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from agentic_rl.envs.goal import FlatToGoalObservation, GoalRegion, is_goal_env
-from agentic_rl.envs.registration import register_envs
+from agentic_rl.envs.registration import ALFWORLD_ID, register_envs
 
 # Modules that register envs of this project (each exposes register_envs()); optional ones are
 # skipped when their extra dependencies are missing.
@@ -58,6 +58,14 @@ def check_env_id(name: str) -> None:
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise EnvError(f"unknown environment id {name!r}{hint} (Fetch tasks are the -v4 ids, "
                        "e.g. FetchReach-v4)")
+
+
+def check_text_env(name: str) -> None:
+    """text_opd plays admissible-command text games: ALFWorld's env, nothing else."""
+    check_env_id(name)
+    if name != ALFWORLD_ID:
+        raise EnvError(f"text_opd plays admissible-command text envs ({ALFWORLD_ID}); "
+                       f"{name!r} is not one (use sac, opd, td3, ppo or hgpo for it)")
 
 
 def make_env(name: str, kwargs: dict[str, Any] | None = None, goal_region=None) -> gym.Env:

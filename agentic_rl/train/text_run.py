@@ -32,8 +32,7 @@ from agentic_rl.collect.text_collector import TextCollector, success_table
 from agentic_rl.config import ConfigError, ExperimentConfig
 from agentic_rl.data.text_episodes import TextEpisode, episodes_from_demos, expert_relabelled
 from agentic_rl.data.text_table import TextTable
-from agentic_rl.envs.make import EnvError, check_env_id
-from agentic_rl.envs.registration import ALFWORLD_ID
+from agentic_rl.envs.make import check_text_env
 from agentic_rl.data.checkpoint import (MODEL_FILE, STATE_FILE, CheckpointError, flatten_state,
                                          latest_checkpoint, load_learner, save_checkpoint,
                                          write_summary)
@@ -155,14 +154,6 @@ def dagger(learner: TextOPD, table: TextTable, prototypes: PrototypeEpisodes,
                             "dagger/rollout_success_rate": success_table(episodes)["success_rate"],
                             "dagger/labelled_steps": labelled_steps,
                             "dagger/prototype_episodes": len(prototypes.expert)})
-
-
-def check_text_env(name: str) -> None:
-    """text_opd plays admissible-command text games: ALFWorld's env, nothing else."""
-    check_env_id(name)
-    if name != ALFWORLD_ID:
-        raise EnvError(f"text_opd plays admissible-command text envs ({ALFWORLD_ID}); "
-                       f"{name!r} is not one (use sac, opd, td3, ppo or hgpo for it)")
 
 
 def train_text_run(config: ExperimentConfig, run_dir: Path, resume: bool = False,

@@ -20,7 +20,7 @@ from agentic_rl.algos import losses, sac_fused, sac_grads
 from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.optim import FusedAdam, merge_optimizer_states
 from agentic_rl.algos.sac_config import SACConfig
-from agentic_rl.algos.spaces import resolve_device, spaces_of
+from agentic_rl.algos.spaces import flat_learner_from_config
 from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage, build_replay_storage
 from agentic_rl.data.storage import StorageSpec
 from agentic_rl.nets.actors import TanhGaussianActor
@@ -81,10 +81,7 @@ class SAC:
     @classmethod
     def from_config(cls, config: Any, env: gym.Env) -> SAC:
         """The learner of an experiment config (``ExperimentConfig``) for ``env``'s spaces."""
-        env_cfg = config.environment
-        return cls(config.algorithm, config.agent, spaces_of(env),
-                   resolve_device(config.training.device), env_cfg.clip_obs,
-                   (env_cfg.normalize_obs, env_cfg.normalize_goal))
+        return flat_learner_from_config(cls, config, env)
 
     # ----------------------------------------------------------------------------- acting
     def modules(self) -> dict[str, torch.nn.Module]:

@@ -33,3 +33,26 @@ def spaces_of(env: gym.Env) -> dict[str, Any]:
             "goal_dim": int(np.prod(space["desired_goal"].shape)),
             "act_dim": int(np.prod(env.action_space.shape)),
             "action_low": env.action_space.low, "action_high": env.action_space.high}
+
+
+class ActionBox:
+    """Maps actions between [-1, 1] (inside a learner) and an env's Box ``[low, high]``."""
+
+    def __init__(self, low: Any, high: Any) -> None:
+        self.low = torch.as_tensor(low, dtype=torch.float32)
+        self.high = torch.as_tensor(high, dtype=torch.float32)
+
+    def to_env(self, unit: torch.Tensor) -> torch.Tensor:
+        return self.low + (unit + 1.0) * 0.5 * (self.high - self.low)
+
+    def to_unit(self, action: torch.Tensor) -> torch.Tensor:
+        return 2.0 * (action - self.low) / (self.high - self.low) - 1.0
+
+
+def flat_learner_from_config(cls: type, config: Any, env: gym.Env) -> Any:
+    """``cls(algorithm, agent, spaces, device, clip_obs, normalize)`` for an experiment config:
+    how the flat learners (SAC, OPD, TD3) are built."""
+    env_cfg = config.environment
+    return cls(config.algorithm, config.agent, spaces_of(env),
+               resolve_device(config.training.device), env_cfg.clip_obs,
+               (env_cfg.normalize_obs, env_cfg.normalize_goal))

@@ -18,7 +18,7 @@ from agentic_rl.algos.base import (PROTOTYPE_BUFFER_KEYS, SAC_AGENT_KEYS, ActMod
                                    check_mode)
 from agentic_rl.algos.losses import critic_loss
 from agentic_rl.algos.sac_config import HERConfig
-from agentic_rl.algos.spaces import resolve_device, spaces_of
+from agentic_rl.algos.spaces import ActionBox, flat_learner_from_config
 from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage, build_replay_storage
 from agentic_rl.data.storage import StorageSpec
 from agentic_rl.nets.critics import EnsembleQ, frozen_alias
@@ -65,8 +65,8 @@ class TD3:
                  normalize: tuple[bool, bool] = (True, True)) -> None:
         self.config, self.agent, self.device = config, agent, torch.device(device)
         obs_dim, goal_dim, act_dim = spaces["obs_dim"], spaces["goal_dim"], spaces["act_dim"]
-        self.action_low = torch.as_tensor(spaces["action_low"], dtype=torch.float32)
-        self.action_high = torch.as_tensor(spaces["action_high"], dtype=torch.float32)
+        box = ActionBox(spaces["action_low"], spaces["action_high"])
+        self.unit_to_env, self.env_to_unit, self.act_dim = box.to_env, box.to_unit, act_dim
         self.obs_normalizer = RunningNormalizer(obs_dim, clip_obs, enabled=normalize[0])
         self.goal_normalizer = RunningNormalizer(max(goal_dim, 1), clip_obs, enabled=normalize[1])
         self.goal_dim = goal_dim
@@ -78,17 +78,15 @@ class TD3:
         for module in self.modules().values():
             module.to(self.device)
         self.frozen_critic = frozen_alias(self.critic)  # the actor loss reaches only the actor
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=agent.actor_lr)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=agent.critic_lr)
+        self.optimizer = torch.optim.Adam([  # a step skips the group whose grads are None
+            {"params": self.actor.parameters(), "lr": agent.actor_lr},
+            {"params": self.critic.parameters(), "lr": agent.critic_lr}])
         self.generator = torch.Generator(device=self.device)
         self.num_updates = 0
 
     @classmethod
     def from_config(cls, config: Any, env: Any) -> TD3:
-        env_cfg = config.environment
-        return cls(config.algorithm, config.agent, spaces_of(env),
-                   resolve_device(config.training.device), env_cfg.clip_obs,
-                   (env_cfg.normalize_obs, env_cfg.normalize_goal))
+        return flat_learner_from_config(cls, config, env)
 
     def modules(self) -> dict[str, nn.Module]:
         return {"actor": self.actor, "critic": self.critic, "target_actor": self.target_actor,
@@ -101,17 +99,11 @@ class TD3:
         return torch.cat([x, self.goal_normalizer(goal.to(self.device))], -1) if self.goal_dim \
             else x
 
-    def unit_to_env(self, unit: torch.Tensor) -> torch.Tensor:
-        return self.action_low + (unit + 1.0) * 0.5 * (self.action_high - self.action_low)
-
-    def env_to_unit(self, action: torch.Tensor) -> torch.Tensor:
-        return 2.0 * (action - self.action_low) / (self.action_high - self.action_low) - 1.0
-
     @torch.no_grad()
     def act(self, obs: dict[str, torch.Tensor], state: Any = None, mode: ActMode = "explore"):
         """Actions ``[N, act_dim]`` in env units, ``extras["unit_action"]`` in [-1, 1]."""
         check_mode(mode)
-        n, act_dim = obs["observation"].shape[0], self.action_low.shape[0]
+        n, act_dim = obs["observation"].shape[0], self.act_dim
         if mode == "random":
             unit = torch.rand((n, act_dim), generator=self.generator, device=self.device) * 2 - 1
         else:
@@ -128,7 +120,7 @@ class TD3:
     def make_storage(self, spec: StorageSpec) -> ReplayStorage:
         cfg = self.config
         return build_replay_storage(spec, ReplaySettings(
-            self.obs_normalizer.mean.shape[0], self.goal_dim, self.action_low.shape[0],
+            self.obs_normalizer.mean.shape[0], self.goal_dim, self.act_dim,
             cfg.batch_size, cfg.updates_per_step, cfg.her), self.agent, self.env_to_unit,
             self.observe)
 
@@ -150,16 +142,16 @@ class TD3:
             target = td3_target(b["reward"], b["terminated"],
                                 self.target_critic(next_x, next_action), cfg.gamma)
         loss = critic_loss(self.critic(x, b["action"]), target)
-        self.critic_optimizer.zero_grad(set_to_none=True)
+        self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        self.critic_optimizer.step()
+        self.optimizer.step()
         self.num_updates += 1
         metrics = {"losses/critic_loss": loss.item()}
         if self.num_updates % cfg.policy_delay == 0:
             actor_loss = -self.frozen_critic(x, self.actor(x))[0].mean()
-            self.actor_optimizer.zero_grad(set_to_none=True)
+            self.optimizer.zero_grad(set_to_none=True)
             actor_loss.backward()
-            self.actor_optimizer.step()
+            self.optimizer.step()
             with torch.no_grad():
                 for net, target_net in ((self.actor, self.target_actor),
                                         (self.critic, self.target_critic)):
@@ -170,14 +162,12 @@ class TD3:
 
     def state_dict(self) -> dict[str, Any]:
         return {**{k: m.state_dict() for k, m in self.modules().items()},
-                "actor_optimizer": self.actor_optimizer.state_dict(),
-                "critic_optimizer": self.critic_optimizer.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
                 "generator_state": self.generator.get_state(), "num_updates": self.num_updates}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for name, module in self.modules().items():
             module.load_state_dict(state[name])
-        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.optimizer.load_state_dict(state["optimizer"])
         self.generator.set_state(state["generator_state"])
         self.num_updates = int(state["num_updates"])

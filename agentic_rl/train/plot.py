@@ -3,6 +3,7 @@ the same experiment: same resolved config but for the seed) and the three OPD ac
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -20,7 +21,8 @@ BOOKKEEPING = ("training.seed", "training.total_timesteps", "training.checkpoint
 
 
 def flat_config(run_dir: Path) -> dict[str, str]:
-    """The run's resolved config as ``{dotted key: YAML text}`` (empty without config.yaml)."""
+    """The run's resolved config as ``{dotted key: value text}`` (strings as they are, other
+    values as JSON; empty without config.yaml)."""
     config_path = run_dir / "config.yaml"
     if not config_path.exists():
         return {}
@@ -29,7 +31,7 @@ def flat_config(run_dir: Path) -> dict[str, str]:
         if isinstance(node, dict):
             return {k: v for key, child in node.items()
                     for k, v in flatten(child, f"{prefix}{key}.").items()}
-        return {prefix[:-1]: yaml.safe_dump(node, default_flow_style=True).strip()}
+        return {prefix[:-1]: node if isinstance(node, str) else json.dumps(node)}
 
     return flatten(yaml.safe_load(config_path.read_text()) or {}, "")
 

@@ -22,3 +22,18 @@ def test_seeds_share_a_curve_and_differing_settings_are_named():
 def test_one_experiment_keeps_the_short_label_and_folders_without_config_stand_alone():
     groups = group_runs({"a0": config(0, "0.2"), "a1": config(1, "0.2"), "x/loose": {}})
     assert groups == {"opd FetchReach-v4": ["a0", "a1"], "loose": ["x/loose"]}
+
+
+def test_labels_from_real_run_folders(tmp_path):
+    import yaml
+
+    from agentic_rl.train.plot import flat_config
+
+    for name, alpha in (("a", 0.2), ("b", 0.1)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.yaml").write_text(yaml.safe_dump({
+            "algorithm": {"name": "opd", "opd_alpha": alpha, "her": {"strategy": "future"}},
+            "environment": {"name": "FetchReach-v4"}, "training": {"seed": 0}}))
+    groups = group_runs({name: flat_config(tmp_path / name) for name in ("a", "b")})
+    assert sorted(groups) == ["opd FetchReach-v4 (algorithm.opd_alpha=0.1)",
+                              "opd FetchReach-v4 (algorithm.opd_alpha=0.2)"]

@@ -1,0 +1,29 @@
+"""HGPO with SAC levels through the CLI: train, resume, evaluate (the shared loop)."""
+
+from __future__ import annotations
+
+import json
+
+from agentic_rl.cli import main
+from tests.conftest import REPO
+
+
+def test_smoke_hgpo_sac_train_resume_eval(tmp_path, capsys):
+    base = ["train", str(REPO / "configs" / "hgpo_pointmaze.yaml"), "--log-dir", str(tmp_path),
+            "--no-progress", "environment.name=agentic_rl/PointMaze_UMaze-v3",
+            "environment.kwargs.max_episode_steps=50", "training.learning_starts=200",
+            "training.eval_freq=400", "training.log_freq=200", "training.checkpoint_freq=400",
+            "training.num_eval_episodes=2"]
+    assert main([*base, "training.total_timesteps=800"]) == 0
+    run_dir = tmp_path / "hgpo_pointmaze_seed0"
+    assert (run_dir / "checkpoints" / "latest").read_text() == "step_000000800"
+    assert main([*base, "training.total_timesteps=1200", "--resume"]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["env_steps"] == 1200 and summary["algorithm"] == "hgpo_sac"
+    metrics = (run_dir / "metrics.csv").read_text()
+    for key in ("eval/success_rate", "losses/worker_critic_loss", "losses/manager_critic_loss",
+                "rollout/success_rate"):
+        assert key in metrics
+    capsys.readouterr()
+    assert main(["eval", str(run_dir), "--episodes", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["episodes"] == 2

@@ -9,15 +9,19 @@ float32 observations. ``continuing_task=False`` by default, so success terminate
 
 from __future__ import annotations
 
+import contextlib
+import io
 from typing import Any
 
 import gymnasium as gym
-import gymnasium_robotics
 import numpy as np
 from gymnasium import spaces
 
 from agentic_rl.envs.registration import MAZE_IDS
 from agentic_rl.envs.registration import register_envs as register_all_ids
+
+with contextlib.redirect_stderr(io.StringIO()):  # a notice about Adroit envs we never use
+    import gymnasium_robotics
 
 SUCCESS_RADIUS = 0.45  # gymnasium-robotics' own goal radius (maze_v4.py)
 

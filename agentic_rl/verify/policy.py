@@ -1,7 +1,8 @@
 """Rebuild the deterministic policy over *raw* inputs from checkpoint tensors, for verification.
 
 A SAC/OPD checkpoint's ``model.safetensors`` holds (under ``algo.``) the actor's ``state_dict``
-(``actor.trunk.<i>.weight``, ``actor.mean_head.*``, ...) and the running normalisers
+(``actor.trunk.<i>.weight``, ``actor.mean_head.*``, ...; TD3's deterministic actor:
+``actor.0.<i>.weight``, the same network without the log-std head) and the running normalisers
 (``obs_normalizer.mean/var``, ``goal_normalizer.mean/var``; the shorter ``obs_norm.`` /
 ``goal_norm.`` prefixes are accepted too). The policy the agent executes is
 
@@ -21,6 +22,7 @@ import torch
 from torch import nn
 
 from agentic_rl.nets.actors import TanhGaussianActor
+from agentic_rl.nets.mlp import ACTIVATIONS
 from agentic_rl.verify.layers import Affine, Clamp
 
 Tensor = torch.Tensor
@@ -42,6 +44,26 @@ def actor_from_state_dict(state: Mapping[str, Tensor], activation: str = "relu")
                               layer_norm=len(trunk) > len(linear))
     actor.load_state_dict(dict(state))
     return actor
+
+
+def deterministic_layers(state: Mapping[str, Tensor], activation: str = "relu") -> list[nn.Module]:
+    """The deterministic actor as layers ending in ``Tanh``: SAC/OPD's ``TanhGaussianActor``
+    (trunk + mean head), or TD3's ``Sequential(mlp, Tanh)`` (keys ``0.<i>.weight``)."""
+    if "mean_head.weight" in state:
+        return list(actor_from_state_dict(state, activation).deterministic_net())
+    linear = sorted({int(k.split(".")[1]) for k in state if k.startswith("0.")
+                     and k.endswith(".weight") and state[k].dim() == 2})
+    if not linear:
+        actor_from_state_dict(state, activation)  # raises the missing-keys error
+    layers: list[nn.Module] = []
+    for position, index in enumerate(linear):
+        weight, bias = state[f"0.{index}.weight"], state[f"0.{index}.bias"]
+        layer = nn.Linear(weight.shape[1], weight.shape[0])
+        layer.load_state_dict({"weight": weight, "bias": bias})
+        layers.append(layer)
+        if position < len(linear) - 1:
+            layers.append(ACTIVATIONS[activation]())
+    return [*layers, nn.Tanh()]
 
 
 def _normaliser(tensors: Mapping[str, Tensor], prefix: str, names: Sequence[str]):
@@ -75,8 +97,8 @@ def policy_from_tensors(
     if not any(k.startswith(actor_prefix) for k in tensors):
         actor_prefix = prefix  # a bare ``actor.state_dict()`` saved next to the normalisers
     state = {k[len(actor_prefix):]: v for k, v in tensors.items() if k.startswith(actor_prefix)}
-    actor = actor_from_state_dict(state, activation)
-    in_dim = actor.trunk[0].in_features
+    actor_layers = deterministic_layers(state, activation)
+    in_dim = actor_layers[0].in_features
     parts = [_normaliser(tensors, prefix, ("obs_normalizer", "obs_norm")),
              _normaliser(tensors, prefix, ("goal_normalizer", "goal_norm"))]
     scale, shift, low, high, used = [], [], [], [], 0
@@ -95,7 +117,7 @@ def policy_from_tensors(
         raise ValueError(f"normaliser statistics cover {used} inputs but the actor takes {in_dim}; "
                          f"expected {prefix}obs_normalizer.mean/var (and goal_normalizer) keys")
     layers: list[nn.Module] = [Affine(torch.cat(scale), torch.cat(shift)),
-                               Clamp(torch.cat(low), torch.cat(high)), *actor.deterministic_net()]
+                               Clamp(torch.cat(low), torch.cat(high)), *actor_layers]
     if (action_low is None) != (action_high is None):
         raise ValueError("give both action_low and action_high, or neither")
     if action_low is not None:

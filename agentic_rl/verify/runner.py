@@ -120,7 +120,7 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
     Returns:
         The JSON report and the results (``format_results(results)`` prints the table).
     """
-    from agentic_rl.data.checkpoint import latest_checkpoint, load_checkpoint
+    from agentic_rl.data.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
 
     properties = load_properties(property_file)
     region = load_region(region_file) if region_file is not None else properties.region
@@ -131,10 +131,14 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
     tensors, state, _ = load_checkpoint(folder, with_buffers=False)
     config = state.get("config", {})
     agent, env = config.get("agent", {}), config.get("environment", {})
-    policy = policy_from_tensors(
-        tensors, activation=agent.get("activation", "relu"), clip=env.get("clip_obs", 5.0),
-        normalize=(env.get("normalize_obs", True), env.get("normalize_goal", True)),
-        action_low=action_low, action_high=action_high)
+    try:
+        policy = policy_from_tensors(
+            tensors, activation=agent.get("activation", "relu"), clip=env.get("clip_obs", 5.0),
+            normalize=(env.get("normalize_obs", True), env.get("normalize_goal", True)),
+            action_low=action_low, action_high=action_high)
+    except ValueError as error:
+        raise CheckpointError(f"{folder}: verify checks the actor of a flat continuous learner "
+                              f"(sac, opd, td3); this checkpoint's does not fit ({error})") from None
     low, high = region.bounds()
     in_dim = next(layer for layer in policy if isinstance(layer, nn.Linear)).in_features
     with torch.no_grad():

@@ -27,3 +27,7 @@ def test_smoke_hgpo_sac_train_resume_eval(tmp_path, capsys):
     capsys.readouterr()
     assert main(["eval", str(run_dir), "--episodes", "2"]) == 0
     assert json.loads(capsys.readouterr().out)["episodes"] == 2
+    property_file = REPO / "configs" / "safety" / "fetch_reach_action_bounds.yaml"
+    assert main(["verify", str(run_dir), "--property", str(property_file)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "\n" not in err and "flat continuous learner" in err

@@ -93,6 +93,7 @@ class PeriodStorage:
                                             else 1, replay_shapes(s.obs_dim, s.goal_dim,
                                                                   s.act_dim))
                         for level, s in levels.items()}
+        self.her = {level: her_kwargs(s.her, spec.goal_fns) for level, s in levels.items()}
         self.recorder = PeriodRecorder(spec.num_envs)
         self.debt = {level: 0.0 for level in LEVELS}  # updates owed, fractional
 
@@ -119,9 +120,8 @@ class PeriodStorage:
         return requests
 
     def sample(self, level: str, generator: torch.Generator) -> dict[str, dict]:
-        settings = self.levels[level]
-        return {level: self.replays[level].sample(
-            settings.batch_size, generator, **her_kwargs(settings.her, self.spec.goal_fns))}
+        return {level: self.replays[level].sample(self.levels[level].batch_size, generator,
+                                                  **self.her[level])}
 
     def metrics(self) -> dict[str, float]:
         return {}
@@ -140,6 +140,5 @@ class PeriodStorage:
         for level, replay in self.replays.items():
             replay.load_state_arrays(prefixed(arrays, level))
         self.debt = {level: float(v) for level, v in meta["debt"].items()}
-        if not exact:  # the Worker rows of cut episodes stay unsampleable
-            worker = self.replays["worker"]
-            worker.current_start[:] = worker.pos
+        if not exact:  # the Manager's rows are added per finished episode: nothing to drop
+            self.replays["worker"].drop_unfinished()

@@ -98,6 +98,11 @@ class ReplayBuffer:
         rows = (last - length + 1 + torch.arange(length)) % self.capacity
         return {name: self.storage[name][rows, env] for name in FIELDS}
 
+    def drop_unfinished(self) -> None:
+        """Forget the episodes still running (e.g. cut by a checkpoint taken mid-episode): their
+        rows stay unsampleable and each env's next episode starts at the next row."""
+        self.current_start[:] = self.pos
+
     def add_episode(self, episode: dict[str, torch.Tensor]) -> None:
         """Append a whole episode (fields ``[L, ...]``) to a single-env buffer (demonstrations)."""
         if self.num_envs != 1:

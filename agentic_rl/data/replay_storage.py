@@ -78,6 +78,7 @@ class ReplayStorage:
                                    {s.name: s.task_ids for s in agent.skills})
         self.prototypes = {name: PrototypeBuffer(agent.prototype_capacity,
                                                  agent.prototype_sampling) for name in names}
+        self.her = her_kwargs(settings.her, spec.goal_fns)  # ReplayBuffer.sample arguments
         self.task_id = spec.task_id
         self.current_skills = [self.skills.select(self.task_id) for _ in range(spec.num_envs)]
         self.goals: torch.Tensor | None = None  # the current episodes' goals (goal sampling)
@@ -136,7 +137,7 @@ class ReplayStorage:
     def sample(self, request: None, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """A replay batch (demos mixed in by their share) with HER relabelling, plus the
         current skill's prototype batch where the algorithm asked for one."""
-        size, her = self.settings.batch_size, her_kwargs(self.settings.her, self.spec.goal_fns)
+        size, her = self.settings.batch_size, self.her
         online = self.replay.num_sampleable()
         demos = self.demo_replay.num_sampleable() if self.demo_replay is not None else 0
         demo_count = round(size * demos / max(online + demos, 1))
@@ -183,8 +184,8 @@ class ReplayStorage:
         self.current_skills = list(meta["current_skills"])
         self.task_id, self.updates_done = meta["task_id"], int(meta["updates_done"])
         self.goals = None if meta["goals"] is None else torch.tensor(meta["goals"])
-        if not exact:  # episodes cut by the checkpoint stay unsampleable; new ones start here
-            self.replay.current_start[:] = self.replay.pos
+        if not exact:
+            self.replay.drop_unfinished()
 
 
 def build_replay_storage(spec: StorageSpec, settings: ReplaySettings, agent: Any,

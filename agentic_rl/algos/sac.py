@@ -1,7 +1,8 @@
 """Soft Actor-Critic (SPEC A1) for goal-conditioned and plain continuous control.
 
 Twin Q as one batched ensemble, target critic updated with one fused ``lerp`` per step (inside
-the fused C++ call where that runs), automatic entropy tuning. Observations arrive raw; the normalisers inside the agent scale them.
+the fused C++ call where that runs), automatic entropy tuning. Observations arrive raw; the
+normalisers inside the agent scale them.
 Actions live in [-1, 1] inside the agent (``batch["action"]`` too) and are rescaled to the
 environment's bounds only in ``act``.
 """
@@ -20,7 +21,7 @@ from agentic_rl.algos import losses, sac_fused, sac_grads
 from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.optim import FusedAdam, merge_optimizer_states
 from agentic_rl.algos.sac_config import SACConfig
-from agentic_rl.algos.spaces import flat_learner_from_config
+from agentic_rl.algos.spaces import ActionBox, flat_learner_from_config
 from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage, build_replay_storage
 from agentic_rl.data.storage import StorageSpec
 from agentic_rl.nets.actors import TanhGaussianActor
@@ -40,11 +41,8 @@ class SAC:
                  clip_obs: float = 5.0, normalize: tuple[bool, bool] = (True, True)) -> None:
         self.config, self.agent, self.device = config, agent, torch.device(device)
         obs_dim, goal_dim, act_dim = spaces["obs_dim"], spaces["goal_dim"], spaces["act_dim"]
-        self.action_low = torch.as_tensor(spaces["action_low"], dtype=torch.float32)
-        self.action_high = torch.as_tensor(spaces["action_high"], dtype=torch.float32)
-        # unit_to_env as one multiply-add: low + (a + 1) (high - low) / 2 = offset + a * scale
-        self.action_scale = 0.5 * (self.action_high - self.action_low)
-        self.action_offset = self.action_low + self.action_scale
+        self.action_box = ActionBox(spaces["action_low"], spaces["action_high"])
+        self.action_low, self.action_high = self.action_box.low, self.action_box.high
         self.obs_normalizer = RunningNormalizer(obs_dim, clip_obs, enabled=normalize[0])
         self.goal_normalizer = RunningNormalizer(max(goal_dim, 1), clip_obs, enabled=normalize[1])
         self.goal_conditioned = goal_dim > 0
@@ -97,11 +95,11 @@ class SAC:
 
     def unit_to_env(self, action: torch.Tensor) -> torch.Tensor:
         """Map [-1, 1] actions to the environment's box."""
-        return torch.addcmul(self.action_offset, action, self.action_scale)
+        return self.action_box.to_env(action)
 
     def env_to_unit(self, action: torch.Tensor) -> torch.Tensor:
         """Inverse of ``unit_to_env`` (used to load demonstrations recorded in env units)."""
-        return 2.0 * (action - self.action_low) / (self.action_high - self.action_low) - 1.0
+        return self.action_box.to_unit(action)
 
     @torch.no_grad()
     def act(self, obs: dict[str, torch.Tensor], state: Any = None, mode: ActMode = "explore"):

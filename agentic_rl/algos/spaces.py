@@ -41,11 +41,16 @@ class ActionBox:
     def __init__(self, low: Any, high: Any) -> None:
         self.low = torch.as_tensor(low, dtype=torch.float32)
         self.high = torch.as_tensor(high, dtype=torch.float32)
+        # to_env as one multiply-add: low + (a + 1) (high - low) / 2 = offset + a * scale
+        self.scale = 0.5 * (self.high - self.low)
+        self.offset = self.low + self.scale
 
     def to_env(self, unit: torch.Tensor) -> torch.Tensor:
-        return self.low + (unit + 1.0) * 0.5 * (self.high - self.low)
+        """[-1, 1] actions -> the env's box."""
+        return torch.addcmul(self.offset, unit, self.scale)
 
     def to_unit(self, action: torch.Tensor) -> torch.Tensor:
+        """Inverse of ``to_env`` (e.g. for demonstrations recorded in env units)."""
         return 2.0 * (action - self.low) / (self.high - self.low) - 1.0
 
 

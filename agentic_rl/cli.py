@@ -174,8 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--log-dir", default=RUNS_DIR,
                        help="parent folder; the run goes to LOG_DIR/<config>_seed<N>")
     train.add_argument("--seed", type=int, help="shorthand for training.seed=N")
-    train.add_argument("--resume", action="store_true", help="continue from the last checkpoint (from step 0 if the run stopped before "
-                       "its first); Ctrl-C writes one")
+    train.add_argument("--resume", action="store_true",
+                       help="continue from the last checkpoint (from step 0 if the run stopped "
+                       "before its first); Ctrl-C writes one")
     train.add_argument("--init-from", metavar="RUN_DIR",
                        help="start from another run's actor, normalisers and prototypes")
     train.add_argument("--no-progress", action="store_true", help="no live progress bar")

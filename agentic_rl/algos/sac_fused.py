@@ -67,8 +67,8 @@ def build() -> None:
         os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
     # A cached build loads in a fraction of a second; say so only when it is compiling.
     notice = threading.Timer(2.0, lambda: print(
-        f"agentic-rl: compiling {SOURCE.name} (once per source version, about 15 s)", file=sys.stderr,
-        flush=True))
+        f"agentic-rl: compiling {SOURCE.name} (once per source version, about 15 s)",
+        file=sys.stderr, flush=True))
     notice.start()
     directory = build_directory()
     try:

@@ -81,8 +81,7 @@ def train_onpolicy_run(config: ExperimentConfig, run_dir: Path, resume: bool = F
             logger.log(done_steps + step, metrics)
             if "eval/success_rate" in metrics:
                 history.append({"step": done_steps + step, **{
-                    key.split("/")[1]: metrics[f"eval/{key.split('/')[1]}"]
-                    for key in EVAL_KEYS if key in metrics}})
+                    key.split("/")[1]: metrics[key] for key in EVAL_KEYS if key in metrics}})
             last_success[0] = metrics.get("eval/success_rate", last_success[0])
             progress.update(done_steps + step, last_success[0])
 

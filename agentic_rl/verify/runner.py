@@ -137,8 +137,9 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
             normalize=(env.get("normalize_obs", True), env.get("normalize_goal", True)),
             action_low=action_low, action_high=action_high)
     except ValueError as error:
-        raise CheckpointError(f"{folder}: verify checks the actor of a flat continuous learner "
-                              f"(sac, opd, td3); this checkpoint's does not fit ({error})") from None
+        raise CheckpointError(
+            f"{folder}: verify checks the actor of a flat continuous learner (sac, opd, td3); "
+            f"this checkpoint's does not fit ({error})") from None
     low, high = region.bounds()
     in_dim = next(layer for layer in policy if isinstance(layer, nn.Linear)).in_features
     with torch.no_grad():

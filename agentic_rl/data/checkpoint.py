@@ -62,8 +62,9 @@ def latest_checkpoint(run_dir: str | Path) -> Path:
         return path
     root = path / "checkpoints"
     pointer = root / "latest"
-    if pointer.exists() and (root / pointer.read_text().strip()).is_dir():
-        return root / pointer.read_text().strip()
+    named = root / pointer.read_text().strip() if pointer.exists() else None
+    if named is not None and named.is_dir():
+        return named
     complete = [p for p in sorted(root.glob("step_*")) if p.is_dir() and all(
         (p / name).exists() for name in (MODEL_FILE, STATE_FILE, BUFFERS_FILE))]
     if not complete:
@@ -128,7 +129,7 @@ def load_algo_state(algo, meta: dict[str, Any], tensors: dict[str, torch.Tensor]
 
 def save_learner(run_dir: str | Path, step: int, algo, config: dict[str, Any]) -> Path:
     """Checkpoint a learner alone (no buffers) under ``algo.``, with the step and the config;
-    ``load_learner`` reads it back. The on-policy and hierarchical runs resume from these."""
+    ``load_learner`` reads it back. The on-policy runs resume from these."""
     tensors, skeleton = flatten_state(algo.state_dict(), "algo")
     return save_checkpoint(Path(run_dir) / "checkpoints", step, tensors,
                            {"step": step, "algo": skeleton, "config": config}, {})

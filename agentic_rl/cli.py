@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from agentic_rl.algos import ON_POLICY, TEXT
+from agentic_rl.algos import TEXT
 from agentic_rl.config import ConfigError
 from agentic_rl.train.loop_signals import CheckpointedInterrupt
 
@@ -85,12 +85,6 @@ def cmd_eval(args: argparse.Namespace) -> None:
             Path(args.json).write_text(json.dumps(report, indent=2))
         return
     args.episodes = 100 if args.episodes is None else args.episodes
-    if config.algorithm.name in ON_POLICY:
-        report = eval_onpolicy(config, run_dir, args.episodes, args.seed)
-        print(json.dumps(report, indent=2))
-        if args.json:
-            Path(args.json).write_text(json.dumps(report, indent=2))
-        return
     env = make_env(config.environment.name, config.environment.kwargs,
                    config.environment.goal_region)
     algo = build_algo(config, env)
@@ -105,19 +99,6 @@ def cmd_eval(args: argparse.Namespace) -> None:
     print(json.dumps(report, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
-
-
-def eval_onpolicy(config, run_dir: Path, episodes: int, seed: int) -> dict:
-    """Deterministic evaluation of a PPO/HGPO run's latest checkpoint."""
-    from agentic_rl.data.checkpoint import latest_checkpoint, load_learner
-    from agentic_rl.train.onpolicy import evaluate
-    from agentic_rl.train.onpolicy_run import EVAL_ENVS, build_onpolicy
-
-    env, algo = build_onpolicy(config, EVAL_ENVS, seed)
-    load_learner(algo, latest_checkpoint(run_dir))
-    metrics = evaluate(algo, env, episodes, seed)
-    return {"run": str(run_dir), "env": config.environment.name, "episodes": episodes,
-            **{k.split("/")[1]: v for k, v in metrics.items()}}
 
 
 def cmd_demos(args: argparse.Namespace) -> None:

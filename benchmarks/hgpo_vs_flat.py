@@ -6,10 +6,10 @@
 
 Each run trains from ``configs/hgpo_<env>.yaml`` and the flat config of ``FLAT`` (PPO on the
 grid, SAC+HER on the continuous mazes) and scores the final deterministic evaluation
-(``eval/success_rate`` over ``num_eval_episodes``). On-policy runs go through
-``agentic_rl.train.onpolicy.train_onpolicy`` and also evaluate the final policy with sampled
-actions (``stochastic_*``); off-policy runs (``hgpo_sac``, ``sac``) go through
-``agentic_rl.train.run.train`` in a temporary run folder and also report env steps/s. Writes
+(``eval/success_rate`` over ``num_eval_episodes``). Every run goes through
+``agentic_rl.train.run.train`` in a temporary run folder and reports env steps/s; on-policy
+runs (``hgpo``, ``ppo``) also evaluate the final policy with sampled actions
+(``stochastic_*``). Writes
 ``{"budget_steps", "hgpo": {"success_mean", "success_std", ...}, "flat": {...}, "wall_seconds"}``.
 ``--goal-reaching`` is the check of doc 1 section 6.1: a Worker trained in an open grid with
 random goals must reach hand-picked cells (goal = phi(target state)) in >= 80% of trials.
@@ -30,88 +30,44 @@ import numpy as np
 import torch
 import yaml
 
-from agentic_rl.algos.hgpo import HGPO, HGPOConfig
-from agentic_rl.algos import ON_POLICY
+from agentic_rl.algos.hgpo import HGPO
 from agentic_rl.algos.hgpo_sac import HGPOSAC
-from agentic_rl.algos.ppo import PPO, PPOConfig
 from agentic_rl.config import validate_config
-from agentic_rl.envs.gridworld import ENV_IDS, BatchGridWorld
-from agentic_rl.envs.make import make_env
-from agentic_rl.envs.mazes import MAZE_IDS, make_maze
 from agentic_rl.data.checkpoint import latest_checkpoint, load_learner
-from agentic_rl.train.evaluate import EVAL_SEED_OFFSET
-from agentic_rl.train.onpolicy import evaluate, train_onpolicy
+from agentic_rl.envs.gridworld import BatchGridWorld
+from agentic_rl.envs.make import make_env
+from agentic_rl.train.evaluate import EVAL_SEED_OFFSET, batch_of_one, evaluate
 from agentic_rl.train.run import train
+from agentic_rl.train.setup import build_algo
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 FLAT = {"keydoor": "ppo_keydoor", "pointmaze": "sac_her_pointmaze", "antmaze": "sac_her_antmaze"}
 
 
-def make_vec_env(env_cfg: dict[str, Any], num_envs: int, seed: int) -> gym.vector.VectorEnv:
-    """``BatchGridWorld`` for grid ids, a ``SAME_STEP`` ``SyncVectorEnv`` for maze ids."""
-    name, kwargs = env_cfg["name"], env_cfg.get("kwargs", {})
-    if name in ENV_IDS:
-        return BatchGridWorld(num_envs=num_envs, seed=seed, **{**ENV_IDS[name], **kwargs})
-    if name in MAZE_IDS:
-        fns = [lambda: make_maze(MAZE_IDS[name], **kwargs) for _ in range(num_envs)]
-        return gym.vector.SyncVectorEnv(fns, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
-    raise ValueError(f"unknown environment {name!r}; choose one of {sorted(ENV_IDS) + sorted(MAZE_IDS)}")
-
-
-def build_algo(alg_cfg: dict[str, Any], envs: gym.vector.VectorEnv, seed: int):
-    spaces_ = (envs.single_observation_space, envs.single_action_space)
-    if alg_cfg["name"] == "hgpo":
-        return HGPO(HGPOConfig.model_validate(alg_cfg), *spaces_, seed=seed)
-    return PPO(PPOConfig.model_validate(alg_cfg), *spaces_, seed=seed)
-
-
-def run(
-    config: dict[str, Any], seed: int, budget: int, goal_plot: Path | None = None
-) -> dict[str, Any]:
-    """Train one seed; returns final eval success, the eval curve and wall-clock seconds.
-    With ``goal_plot`` (HGPO only) also draws Manager goals against phi(s) to that PNG."""
+def run(config: dict[str, Any], seed: int, budget: int,
+        goal_plot: Path | None = None) -> dict[str, Any]:
+    """Train one seed through the library's own ``train`` in a temporary run folder; returns
+    the final deterministic eval success, the eval curve, wall-clock seconds and env steps/s.
+    On-policy learners are also evaluated with sampled actions (``success_stochastic``).
+    With ``goal_plot`` (hierarchical learners) also draws the Manager's goals to that PNG."""
     torch.set_num_threads(1)
-    if config["algorithm"]["name"] not in ON_POLICY:
-        return run_offpolicy(config, seed, budget, goal_plot)
-    env_cfg, train_cfg = config["environment"], config["training"]
-    envs = make_vec_env(env_cfg, env_cfg.get("num_envs", 16), seed)
-    eval_env = make_vec_env(env_cfg, 4, seed + 1000)
-    algo = build_algo(config["algorithm"], envs, seed)
-    curve: list[tuple[int, float]] = []
-
-    def log(step: int, metrics: dict[str, float]) -> None:
-        if "eval/success_rate" in metrics:
-            curve.append((step, metrics["eval/success_rate"]))
-
-    start = time.perf_counter()
-    final = train_onpolicy(
-        algo, envs, eval_env, budget, log, rollout_steps=config["algorithm"]["rollout_steps"],
-        eval_freq=train_cfg["eval_freq"], num_eval_episodes=train_cfg["num_eval_episodes"], seed=seed,
-    )
-    wall = time.perf_counter() - start
-    sampled = evaluate(algo, eval_env, train_cfg["num_eval_episodes"], seed + 2000, deterministic=False)
-    if goal_plot is not None and isinstance(algo, HGPO):
-        plot_goals(phi_traces(algo, make_vec_env(env_cfg, 1, seed + 3000)), goal_plot, grid=True)
-    return {"success": final["eval/success_rate"], "success_stochastic": sampled["eval/success_rate"],
-            "curve": curve, "wall_seconds": wall}
-
-
-def run_offpolicy(config: dict[str, Any], seed: int, budget: int,
-                  goal_plot: Path | None = None) -> dict[str, Any]:
-    """One seed of an off-policy config through the library's own ``train``; with
-    ``goal_plot`` (``hgpo_sac`` only) also draws its subgoals along evaluation episodes."""
     raw = {**config, "training": {**config["training"], "seed": seed, "total_timesteps": budget}}
     with tempfile.TemporaryDirectory() as folder:
         validated, run_dir = validate_config(raw), Path(folder) / "run"
         summary = train(validated, run_dir, show_progress=False)
-        curve = [(e["step"], e["success_rate"]) for e in summary["eval_history"]]
-        if goal_plot is not None and validated.algorithm.name == "hgpo_sac":
-            env_cfg = validated.environment
-            env = make_env(env_cfg.name, env_cfg.kwargs, env_cfg.goal_region)
-            algo = HGPOSAC.from_config(validated, env)
-            load_learner(algo, latest_checkpoint(run_dir))
-            plot_goals(subgoal_traces(algo, env), goal_plot, grid=False)
-    return {"success": summary["success_rate"], "success_stochastic": None, "curve": curve,
+        env_cfg = validated.environment
+        env = make_env(env_cfg.name, env_cfg.kwargs, env_cfg.goal_region)
+        algo = build_algo(validated, env)
+        load_learner(algo, latest_checkpoint(run_dir))
+    curve = [(e["step"], e["success_rate"]) for e in summary["eval_history"]]
+    on_policy = validated.algorithm.name in ("ppo", "hgpo")
+    sampled = evaluate(algo, env, validated.training.num_eval_episodes, seed + 2000,
+                       mode="explore").success_rate if on_policy else None
+    if goal_plot is not None and isinstance(algo, HGPO):
+        plot_goals(phi_traces(algo, env), goal_plot, grid=True)
+    elif goal_plot is not None and isinstance(algo, HGPOSAC):
+        plot_goals(subgoal_traces(algo, env), goal_plot, grid=False)
+    return {"success": summary["success_rate"], "success_stochastic": sampled, "curve": curve,
             "wall_seconds": summary["wall_seconds"],
             "env_steps_per_second": summary["env_steps"] / summary["wall_seconds"]}
 
@@ -120,23 +76,21 @@ def run_job(job: tuple[dict[str, Any], int, int, Path | None]) -> dict[str, Any]
     return run(*job)
 
 
-def phi_traces(algo: HGPO, env: gym.vector.VectorEnv, episodes: int = 3):
+def phi_traces(algo: HGPO, env: gym.Env, episodes: int = 3):
     """``[(phi(s) [T, 2], Manager goals [K, 2])]`` of sampled episodes, projected to 2-D with
     the principal axes of phi (identity for a 2-D goal space)."""
-    from agentic_rl.train.onpolicy import to_tensors
-
     traces = []
     for episode in range(episodes):
-        obs, info = env.reset(seed=episode)
-        first, state, phis, goals, done = np.ones(1, bool), None, [], [], False
+        obs, info = env.reset(seed=EVAL_SEED_OFFSET + episode)
+        state, phis, goals, done, first = None, [], [], False, True
         while not done:
-            tensors = to_tensors(obs, info, first)
+            tensors = {**batch_of_one(obs, info), "is_first": torch.tensor([first])}
             action, state, extras = algo.act(tensors, state, "explore")
             phis.append(algo.phi(tensors)[0])
             if extras["new_goal"][0]:
                 goals.append(extras["goal"][0])
-            obs, _, term, trunc, info = env.step(action.numpy())
-            first, done = term | trunc, bool(term[0] or trunc[0])
+            obs, _, term, trunc, info = env.step(action[0].numpy())
+            first, done = False, term or trunc
         phi, goal = torch.stack(phis), torch.stack(goals)
         if phi.shape[1] > 2:
             mean = phi.mean(0)
@@ -234,11 +188,17 @@ def goal_reaching_check(seed: int, budget: int) -> dict[str, Any]:
     torch.set_num_threads(1)
     kwargs = {"layout": "open", "size": 10, "max_episode_steps": 60, "random_start": True,
               "random_goal": True}
-    envs = BatchGridWorld(num_envs=16, seed=seed, **kwargs)
-    cfg = HGPOConfig(period=8, rollout_steps=64, manager={"ent_coef": 0.0},
-                     worker={"learning_rate": 1e-3, "n_epochs": 10})
-    algo = HGPO(cfg, envs.single_observation_space, envs.single_action_space, seed=seed)
-    train_onpolicy(algo, envs, None, budget, lambda s, m: None, rollout_steps=64, seed=seed)
+    config = validate_config({
+        "algorithm": {"name": "hgpo", "period": 8, "rollout_steps": 64,
+                      "manager": {"ent_coef": 0.0}, "worker": {"learning_rate": 1e-3,
+                                                               "n_epochs": 10}},
+        "environment": {"name": "agentic_rl/GridWorld-v0", "num_envs": 16, "kwargs": kwargs},
+        "training": {"total_timesteps": budget, "seed": seed, "eval_freq": budget}})
+    with tempfile.TemporaryDirectory() as folder:
+        train(config, Path(folder) / "run", show_progress=False)
+        algo = build_algo(config, make_env("agentic_rl/GridWorld-v0", kwargs))
+        load_learner(algo, latest_checkpoint(Path(folder) / "run"))
+    period = config.algorithm.period
     targets = [(1, 1), (1, 10), (10, 1), (10, 10), (5, 5), (3, 8), (8, 3), (6, 9), (2, 4), (9, 6)]
     result: dict[str, Any] = {"trials": 5 * len(targets), "train_steps": budget}
     for deterministic in (True, False):
@@ -246,7 +206,7 @@ def goal_reaching_check(seed: int, budget: int) -> dict[str, Any]:
         rng, reached = np.random.default_rng(seed), 0
         for target in targets:
             for _ in range(5):
-                reached += reach(algo, probe, target, cfg.period, rng, deterministic)
+                reached += reach(algo, probe, target, period, rng, deterministic)
         key = "goal_reaching_rate" if deterministic else "goal_reaching_rate_sampled"
         result[key] = reached / result["trials"]
     return result

@@ -20,8 +20,9 @@ from common import markdown_table, write_json  # noqa: E402
 from agentic_rl.config import load_config  # noqa: E402
 from agentic_rl.envs.gridworld import GridWorldEnv  # noqa: E402
 from agentic_rl.data.checkpoint import latest_checkpoint, load_learner  # noqa: E402
-from agentic_rl.train.onpolicy_run import build_onpolicy  # noqa: E402
+from agentic_rl.envs.make import make_env  # noqa: E402
 from agentic_rl.train.run import train  # noqa: E402
+from agentic_rl.train.setup import build_algo  # noqa: E402
 from agentic_rl.verify.finite import gridworld_system, verify_finite  # noqa: E402
 from agentic_rl.verify.spec import load_properties  # noqa: E402
 
@@ -67,7 +68,7 @@ def main() -> None:
     run_dir = Path(args.run_dir)
     if not (run_dir / "summary.json").exists():
         train(config, run_dir, show_progress=False)
-    _, algo = build_onpolicy(config, 1, 0)
+    algo = build_algo(config, make_env(config.environment.name, config.environment.kwargs))
     load_learner(algo, latest_checkpoint(run_dir))
     env_kwargs = {"layout": "open", **config.environment.kwargs}
     core = GridWorldEnv(**env_kwargs).core

@@ -32,8 +32,11 @@ ALL_AGENT_KEYS = SAC_AGENT_KEYS + NETWORK_AGENT_KEYS + PROTOTYPE_BUFFER_KEYS + D
 OWN_DRIVER_TRAINING_KEYS = ("training.learning_starts", "training.stop_success_rate",
                             "training.buffer_size", "training.device", "training.overlap_env",
                             "training.log_freq")
-ENV_INPUT_KEYS = ("environment.normalize_obs", "environment.normalize_goal",
-                  "environment.clip_obs", "environment.curriculum", "environment.goal_region")
+ON_POLICY_TRAINING_KEYS = ("training.learning_starts", "training.buffer_size",
+                           "training.overlap_env")
+ENV_NORMALISER_KEYS = ("environment.normalize_obs", "environment.normalize_goal",
+                       "environment.clip_obs", "environment.goal_region")
+ENV_INPUT_KEYS = ENV_NORMALISER_KEYS + ("environment.curriculum",)
 VERIFICATION_KEYS = ("verification.property_file", "verification.shield_train",
                      "verification.shield_eval", "verification.shield_margin")
 
@@ -86,6 +89,16 @@ class Algorithm(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Inverse of ``state_dict``."""
         ...
+
+
+def check_own_action(to_env: Any, extras: dict[str, torch.Tensor], env_action: torch.Tensor
+                     ) -> dict[str, torch.Tensor]:
+    """``executed`` for on-policy learners, which learn only from actions they sampled (a
+    discrete shield narrows ``obs["action_mask"]`` before sampling instead)."""
+    if not torch.equal(to_env(extras["unit_action"]), env_action):
+        raise ValueError("an on-policy learner cannot learn from an action a shield replaced; "
+                         "for continuous actions use verification.shield_eval only")
+    return extras
 
 
 CONTRACT = ("act", "executed", "make_storage", "observe", "update", "state_dict",

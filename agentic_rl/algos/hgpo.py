@@ -18,12 +18,15 @@ from typing import Any
 
 import torch
 
-from agentic_rl.algos import hgpo_losses
-from agentic_rl.algos.base import ActMode, check_mode
+from agentic_rl.algos import hgpo_goals, hgpo_losses
+from agentic_rl.algos.base import ActMode, check_mode, check_own_action
 from agentic_rl.algos.hgpo_config import HGPOConfig
 from agentic_rl.algos.ppo import ActionScaler, flat_obs, ppo_epochs, space_dim
+from agentic_rl.algos.spaces import resolve_device
 from agentic_rl.data.hierarchical import ManagerSegments, manager_segments, period_ends
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
+from agentic_rl.data.rollout_storage import RolloutStorage
+from agentic_rl.data.storage import StorageSpec
 from agentic_rl.nets.goal_encoder import GoalEncoder, ManagerNet, SuccessPredictor, WorkerNet
 
 
@@ -50,13 +53,16 @@ class HGPO:
         observation_space: ``Dict`` space with the manager/worker keys (and ``achieved_goal``).
         action_space: ``Discrete`` (masked through ``obs["action_mask"]``) or ``Box``.
         seed: seeds network initialisation, sampling and minibatches.
+        device: where the networks live and updates run (actions come back on the CPU).
     """
 
-    def __init__(self, config: HGPOConfig, observation_space, action_space, seed: int = 0) -> None:
+    def __init__(self, config: HGPOConfig, observation_space, action_space, seed: int = 0,
+                 device: str = "cpu") -> None:
         self.config = cfg = config
+        self.device = torch.device(device)
         self.scaler = ActionScaler(action_space)
         torch.manual_seed(seed)
-        self.generator = torch.Generator().manual_seed(seed)
+        self.generator = torch.Generator(self.device).manual_seed(seed)
         worker_dim = space_dim(observation_space, cfg.worker_obs_keys)
         if cfg.goal_space == "achieved_goal":
             self.goal_dim = space_dim(observation_space, ["achieved_goal"])
@@ -75,13 +81,32 @@ class HGPO:
             worker_dim, self.goal_dim, self.scaler.dim, self.scaler.discrete,
             cfg.worker.hidden_sizes, cfg.activation, cfg.conditioning, cfg.continuous_head,
         )
+        for name in ("encoder", "target_encoder", "manager", "worker"):
+            if hasattr(self, name):
+                getattr(self, name).to(self.device)
         self.manager_opt = torch.optim.Adam(self.manager.parameters(), lr=cfg.manager.learning_rate)
         self.worker_opt = torch.optim.Adam(self.worker.parameters(), lr=cfg.worker.learning_rate)
         if cfg.intrinsic_reward == "success_predictor":
             self.predictor = SuccessPredictor(self.goal_dim, cfg.encoder_hidden_sizes)
+            self.predictor.to(self.device)
             self.predictor_opt = torch.optim.Adam(self.predictor.parameters(), lr=cfg.encoder_lr)
         self.updates = 0
         self.env_steps = 0
+
+    @classmethod
+    def from_config(cls, config: Any, env: Any) -> HGPO:
+        return cls(config.algorithm, env.observation_space, env.action_space,
+                   seed=config.training.seed, device=resolve_device(config.training.device))
+
+    def make_storage(self, spec: StorageSpec) -> RolloutStorage:
+        return RolloutStorage(self.config.rollout_steps)
+
+    def executed(self, extras: dict[str, torch.Tensor], env_action: torch.Tensor
+                 ) -> dict[str, torch.Tensor]:
+        return check_own_action(self.scaler.to_env, extras, env_action)
+
+    def observe(self, episode: Any) -> None:
+        """No statistics: HGPO's inputs are not normalised."""
 
     def phi(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """Goal-space embedding ``[..., G]`` (target encoder when the space is learned)."""
@@ -92,31 +117,34 @@ class HGPO:
 
     def worker_act(self, obs: dict[str, torch.Tensor], goal: torch.Tensor, deterministic: bool):
         """The Worker alone towards a given goal ``[N, G]``; returns env actions ``[N, ...]``."""
+        obs, goal = self.on_device(obs), goal.to(self.device)
         x, mask = flat_obs(obs, self.config.worker_obs_keys), obs.get("action_mask")
         with torch.no_grad():
             if deterministic:
-                return self.scaler.to_env(self.worker.mode(x, goal, mask))
-            return self.scaler.to_env(self.worker.sample(x, goal, mask, self.generator)[0])
+                return self.scaler.to_env(self.worker.mode(x, goal, mask).cpu())
+            return self.scaler.to_env(self.worker.sample(x, goal, mask, self.generator)[0].cpu())
 
     def act(
         self, obs: dict[str, torch.Tensor], state: HGPOState | None, mode: ActMode = "explore"
     ) -> tuple[torch.Tensor, HGPOState, dict[str, torch.Tensor]]:
         """One step for ``N`` envs; new goals where ``is_first``, the period ran out, or after an
         update. Extras: ``goal``, ``new_goal``, ``goal_log_prob``, ``manager_value``,
-        ``prev_goal``, ``has_prev_goal``, worker ``log_prob``, ``value``, ``policy_action``."""
+        ``prev_goal``, ``has_prev_goal``, worker ``log_prob``, ``value``, ``unit_action``."""
         check_mode(mode)
         if mode == "random":
             raise ValueError(f"{type(self).__name__} has no random-action phase")
-        deterministic = mode == "deterministic"
-        cfg = self.config
+        deterministic, cfg, obs = mode == "deterministic", self.config, self.on_device(obs)
         x_m = flat_obs(obs, cfg.manager_obs_keys)
-        n = x_m.shape[0]
-        is_first = obs.get("is_first", torch.zeros(n, dtype=torch.bool)).bool()
+        n, device = x_m.shape[0], self.device
+        is_first = obs.get("is_first", torch.zeros(n, dtype=torch.bool, device=device)).bool()
         if state is None or state.version != self.updates:
-            hidden = torch.zeros(n, cfg.gru_hidden) if cfg.manager_recurrent else None
-            zeros = torch.zeros(n, self.goal_dim)
-            state = HGPOState(zeros, torch.zeros(n, dtype=torch.long), self.updates, hidden)
-            new, has_prev = torch.ones(n, dtype=torch.bool), torch.zeros(n, dtype=torch.bool)
+            hidden = torch.zeros(n, cfg.gru_hidden, device=device) if cfg.manager_recurrent \
+                else None
+            zeros = torch.zeros(n, self.goal_dim, device=device)
+            state = HGPOState(zeros, torch.zeros(n, dtype=torch.long, device=device),
+                              self.updates, hidden)
+            new = torch.ones(n, dtype=torch.bool, device=device)
+            has_prev = torch.zeros(n, dtype=torch.bool, device=device)
         else:
             new = is_first | (state.step_in_period >= cfg.period)
             has_prev = new & ~is_first
@@ -124,26 +152,32 @@ class HGPO:
         with torch.no_grad():
             feat = self.manager.features(x_m, h_prev)
             if deterministic:
-                proposal, goal_log_prob = self.manager.policy.mode(feat), torch.zeros(n)
+                proposal = self.manager.policy.mode(feat)
+                goal_log_prob = torch.zeros(n, device=device)
             else:
                 proposal, goal_log_prob = self.manager.policy.sample(feat, None, self.generator)
             goal = torch.where(new[:, None], proposal, state.goal)
             hidden = None if h_prev is None else torch.where(new[:, None], feat, h_prev)
             x_w, mask = flat_obs(obs, cfg.worker_obs_keys), obs.get("action_mask")
             if deterministic:
-                action, log_prob = self.worker.mode(x_w, goal, mask), torch.zeros(n)
+                action, log_prob = self.worker.mode(x_w, goal, mask), torch.zeros(n, device=device)
             else:
                 action, log_prob = self.worker.sample(x_w, goal, mask, self.generator)
             extras = {
                 "goal": goal, "new_goal": new, "goal_log_prob": goal_log_prob,
                 "manager_value": self.manager.value(feat), "prev_goal": state.goal,
                 "has_prev_goal": has_prev, "log_prob": log_prob,
-                "value": self.worker.value_of(x_w, goal), "policy_action": action,
+                "value": self.worker.value_of(x_w, goal), "unit_action": action,
             }
         if h_prev is not None:
             extras["manager_hidden"] = h_prev
         step = torch.where(new, 1, state.step_in_period + 1)
-        return self.scaler.to_env(action), HGPOState(goal, step, self.updates, hidden), extras
+        extras = {k: v.cpu() for k, v in extras.items()}
+        state = HGPOState(goal, step, self.updates, hidden)
+        return self.scaler.to_env(extras["unit_action"]), state, extras
+
+    def on_device(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {k: v.to(self.device) for k, v in obs.items()}
 
     def intrinsic_reward(self, obs, next_obs, goal: torch.Tensor) -> torch.Tensor:
         """Worker reward ``[...]`` for reaching towards ``goal [..., G]``."""
@@ -156,36 +190,9 @@ class HGPO:
             p_now = torch.sigmoid(self.predictor(self.phi(obs), goal))
         return self.config.intrinsic_scale * hgpo_losses.success_progress_reward(p_next, p_now)
 
-    def period_log_likelihood(
-        self, rollout: Rollout, seg: ManagerSegments, candidates: torch.Tensor
-    ) -> torch.Tensor:
-        """``[M, K]``: sum over each period of ``log pi_w(a_t | s_t, candidate_k)``."""
-        x_w = flatten_time(flat_obs(rollout.obs, self.config.worker_obs_keys))
-        actions = flatten_time(rollout.extras["policy_action"])
-        mask = flatten_time(rollout.obs["action_mask"]) if "action_mask" in rollout.obs else None
-        segment = seg.step_segment.reshape(-1)
-        out = torch.zeros(candidates.shape[:2])
-        with torch.no_grad():
-            for k in range(candidates.shape[1]):
-                log_prob, _ = self.worker.evaluate(x_w, candidates[segment, k], actions, mask)
-                out[:, k] = torch.zeros(candidates.shape[0]).index_add_(0, segment, log_prob)
-        return out
-
-    def relabel_goals(self, rollout: Rollout, seg: ManagerSegments, goals: torch.Tensor):
-        """HIRO: candidates = stored goal, phi at the period end, Gaussian samples around it."""
-        cfg = self.config
-        achieved = self.phi(rollout.next_obs)[seg.end_t, seg.env]
-        noise = cfg.relabel_std * torch.randn(
-            (achieved.shape[0], cfg.relabel_candidates - 2, self.goal_dim), generator=self.generator
-        )
-        candidates = torch.cat(
-            [goals[:, None], achieved[:, None], (achieved[:, None] + noise).clamp(-1.0, 1.0)], 1
-        )
-        log_likelihood = self.period_log_likelihood(rollout, seg, candidates)
-        return hgpo_losses.select_relabel_goals(candidates, log_likelihood)
-
     def update(self, rollout: Rollout) -> dict[str, float]:
         """Worker PPO, Manager PPO (every ``manager.update_every``), encoder / predictor steps."""
+        rollout = rollout.to(self.device)
         seg = manager_segments(
             rollout.extras["new_goal"], rollout.dones, rollout.terminated, rollout.rewards
         )
@@ -195,9 +202,9 @@ class HGPO:
         if self.updates % self.config.manager.update_every == 0:
             metrics |= level_metrics(self._update_manager(rollout, seg), "manager")
         if self.config.goal_space == "learned":
-            metrics |= self._update_encoder(rollout)
+            metrics |= hgpo_goals.encoder_step(self, rollout)
         if self.config.intrinsic_reward == "success_predictor":
-            metrics |= self._update_predictor(rollout, seg)
+            metrics |= hgpo_goals.predictor_step(self, rollout, seg)
         self.updates += 1
         self.env_steps += rollout.rewards.numel()
         return metrics | self._cap_manager_log_std()
@@ -224,7 +231,7 @@ class HGPO:
             adv, ret = gae(reward, ex["value"], next_value, rollout.terminated, ends,
                            cfg.worker.gamma, cfg.worker.gae_lambda)
         batch = {
-            "x": x_w, "goal": ex["goal"], "action": ex["policy_action"], "log_prob": ex["log_prob"],
+            "x": x_w, "goal": ex["goal"], "action": rollout.actions, "log_prob": ex["log_prob"],
             "value": ex["value"], "advantage": adv, "return": ret,
         }
         if "action_mask" in rollout.obs:
@@ -260,7 +267,7 @@ class HGPO:
             next_feat = self.manager.features(x_next, feat if cfg.manager_recurrent else None)
             next_value = self.manager.value(next_feat)
             if cfg.relabel_goals:
-                batch["goal"], chosen = self.relabel_goals(rollout, seg, batch["goal"])
+                batch["goal"], chosen = hgpo_goals.relabel_goals(self, rollout, seg, batch["goal"])
                 batch["log_prob"] = self.manager.policy.evaluate(feat, batch["goal"])[0]
                 metrics["train/relabel_fraction"] = float((chosen != 0).float().mean())
             batch["advantage"], batch["return"] = gae(
@@ -284,44 +291,6 @@ class HGPO:
             goal_change if cfg.goal_change_coef > 0 else None,
         )
         return metrics | {"train/period_reward": float(seg.reward_sum.mean())}
-
-    def _update_encoder(self, rollout: Rollout) -> dict[str, float]:
-        """Temporal-contrastive step on ``(s_t, s_{t+k})`` pairs inside one episode, then EMA."""
-        cfg, k = self.config, self.config.encoder_offset
-        x = flat_obs(rollout.obs, cfg.worker_obs_keys)
-        dones = rollout.dones.long()
-        done_count = torch.cat([torch.zeros_like(dones[:1]), dones.cumsum(0)])  # [T + 1, N]
-        steps = dones.shape[0]
-        valid = (done_count[k:steps] - done_count[: steps - k]) == 0  # no episode end in t..t+k-1
-        t_idx, n_idx = valid.nonzero(as_tuple=True)
-        if len(t_idx) < 2:
-            return {}
-        pick = torch.randperm(len(t_idx), generator=self.generator)[:256]
-        t_idx, n_idx = t_idx[pick], n_idx[pick]
-        loss = hgpo_losses.temporal_contrastive_loss(
-            self.encoder(x[t_idx, n_idx]),
-            self.encoder(x[t_idx + k, n_idx]),
-            cfg.contrastive_temperature,
-        )
-        self.encoder_opt.zero_grad()
-        loss.backward()
-        self.encoder_opt.step()
-        with torch.no_grad():
-            for target, online in zip(self.target_encoder.parameters(), self.encoder.parameters()):
-                target.lerp_(online, cfg.encoder_tau)
-        return {"losses/encoder_loss": float(loss.detach())}
-
-    def _update_predictor(self, rollout: Rollout, seg: ManagerSegments) -> dict[str, float]:
-        """Label each step: does phi at its period's end lie within ``goal_tolerance`` of g?"""
-        goal = rollout.extras["goal"]
-        end_phi = self.phi(rollout.next_obs)[seg.end_t, seg.env][seg.step_segment]
-        label = ((end_phi - goal).norm(dim=-1) <= self.config.goal_tolerance).float()
-        logits = self.predictor(self.phi(rollout.obs), goal)
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, label)
-        self.predictor_opt.zero_grad()
-        loss.backward()
-        self.predictor_opt.step()
-        return {"losses/predictor_loss": float(loss.detach())}
 
     def state_dict(self) -> dict[str, Any]:
         state = {

@@ -1,7 +1,8 @@
 """PPO (SPEC A6): clipped policy gradient with GAE, discrete (masked) or continuous actions.
 
 ``act`` samples from the policy head (``nets.categorical``) and returns the log-probability, the
-value and the action in policy units as extras; the loop stores them in a ``Rollout``. ``update``
+value and the action in policy units as extras; the loop stores them in the learner's
+``RolloutStorage``, which hands a full ``Rollout`` to ``update``. ``update``
 computes GAE (bootstrapping truncated episodes from their final observation) and runs
 ``n_epochs`` of minibatch PPO. ``ppo_epochs`` is shared with HGPO's on-policy levels.
 """
@@ -17,10 +18,14 @@ from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
-from agentic_rl.algos.base import (ALL_AGENT_KEYS, ENV_INPUT_KEYS, OWN_DRIVER_TRAINING_KEYS,
-                                   ActMode, check_mode)
+from agentic_rl.algos.base import (ALL_AGENT_KEYS, ENV_NORMALISER_KEYS,
+                                   ON_POLICY_TRAINING_KEYS, ActMode, check_mode,
+                                   check_own_action)
+from agentic_rl.algos.spaces import resolve_device
 from agentic_rl.algos.hgpo_losses import normalize_advantages, ppo_policy_loss, value_loss
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
+from agentic_rl.data.rollout_storage import RolloutStorage
+from agentic_rl.data.storage import StorageSpec
 from agentic_rl.nets.categorical import ValueHead, make_policy_head
 
 
@@ -48,8 +53,8 @@ class PPOConfig(PPOUpdateConfig):
     """PPO hyper-parameters (the ``algorithm`` section of a config with ``name: ppo``)."""
 
     name: Literal["ppo"] = "ppo"
-    unread_keys: ClassVar[tuple[str, ...]] = (ALL_AGENT_KEYS + OWN_DRIVER_TRAINING_KEYS
-                                              + ENV_INPUT_KEYS)
+    unread_keys: ClassVar[tuple[str, ...]] = (ALL_AGENT_KEYS + ON_POLICY_TRAINING_KEYS
+                                              + ENV_NORMALISER_KEYS)
     rollout_steps: int = Field(128, ge=1, description="steps per env between updates")
     activation: Literal["tanh", "relu"] = "tanh"
     continuous_head: Literal["tanh", "gaussian"] = "tanh"
@@ -119,7 +124,7 @@ def ppo_epochs(
     sums: dict[str, float] = {}
     count = 0
     for _ in range(config.n_epochs):
-        order = torch.randperm(size, generator=generator)
+        order = torch.randperm(size, generator=generator, device=generator.device)
         for start in range(0, size, config.minibatch_size):
             mb = {k: v[order[start : start + config.minibatch_size]] for k, v in batch.items()}
             advantage = mb["advantage"]
@@ -160,6 +165,7 @@ class PPO:
         action_space: ``Discrete`` (optionally masked through ``obs["action_mask"] [N, A]``) or
             ``Box``.
         seed: seeds the action-sampling and minibatch generator and the network initialisation.
+        device: where the networks live and updates run (actions come back on the CPU).
     """
 
     def __init__(
@@ -168,8 +174,9 @@ class PPO:
         observation_space: spaces.Space,
         action_space: spaces.Space,
         seed: int = 0,
+        device: str = "cpu",
     ) -> None:
-        self.config = config
+        self.config, self.device = config, torch.device(device)
         self.scaler = ActionScaler(action_space)
         in_dim = space_dim(observation_space, config.obs_keys)
         torch.manual_seed(seed)
@@ -178,31 +185,51 @@ class PPO:
             config.activation, config.continuous_head,
         )
         self.value = ValueHead(in_dim, config.hidden_sizes, config.activation)
+        self.policy.to(self.device)
+        self.value.to(self.device)
         self.optimizer = torch.optim.Adam(
             [*self.policy.parameters(), *self.value.parameters()], lr=config.learning_rate, eps=1e-5
         )
-        self.generator = torch.Generator().manual_seed(seed)
+        self.generator = torch.Generator(self.device).manual_seed(seed)
+
+    @classmethod
+    def from_config(cls, config: Any, env: Any) -> PPO:
+        return cls(config.algorithm, env.observation_space, env.action_space,
+                   seed=config.training.seed, device=resolve_device(config.training.device))
+
+    def make_storage(self, spec: StorageSpec) -> RolloutStorage:
+        return RolloutStorage(self.config.rollout_steps)
+
+    def executed(self, extras: dict[str, torch.Tensor], env_action: torch.Tensor
+                 ) -> dict[str, torch.Tensor]:
+        return check_own_action(self.scaler.to_env, extras, env_action)
+
+    def observe(self, episode: Any) -> None:
+        """No statistics: PPO's inputs are not normalised."""
 
     def act(
         self, obs: dict[str, torch.Tensor], state: Any, mode: ActMode = "explore"
     ) -> tuple[torch.Tensor, Any, dict[str, torch.Tensor]]:
-        """Actions for ``N`` envs; extras ``log_prob [N]``, ``value [N]``, ``policy_action``."""
+        """Actions for ``N`` envs; extras ``log_prob [N]``, ``value [N]``, ``unit_action`` (the
+        sampled action before scaling to the env's box)."""
         check_mode(mode)
         if mode == "random":
             raise ValueError(f"{type(self).__name__} has no random-action phase")
         deterministic = mode == "deterministic"
-        x = flat_obs(obs, self.config.obs_keys)
-        mask = obs.get("action_mask")
+        x = flat_obs(obs, self.config.obs_keys).to(self.device)
+        mask = obs["action_mask"].to(self.device) if "action_mask" in obs else None
         with torch.no_grad():
             if deterministic:
-                return self.scaler.to_env(self.policy.mode(x, mask)), state, {}
+                action = self.policy.mode(x, mask).cpu()
+                return self.scaler.to_env(action), state, {"unit_action": action}
             action, log_prob = self.policy.sample(x, mask, self.generator)
-            extras = {"log_prob": log_prob, "value": self.value(x), "policy_action": action}
-        return self.scaler.to_env(action), state, extras
+            extras = {"log_prob": log_prob.cpu(), "value": self.value(x).cpu(),
+                      "unit_action": action.cpu()}
+        return self.scaler.to_env(extras["unit_action"]), state, extras
 
     def update(self, rollout: Rollout) -> dict[str, float]:
         """GAE over the rollout, then ``n_epochs`` of minibatch PPO; returns metrics."""
-        cfg = self.config
+        cfg, rollout = self.config, rollout.to(self.device)
         with torch.no_grad():
             x = flat_obs(rollout.obs, cfg.obs_keys)
             next_values = self.value(flat_obs(rollout.next_obs, cfg.obs_keys))
@@ -212,7 +239,7 @@ class PPO:
             )
         batch = {
             "x": flatten_time(x),
-            "action": flatten_time(rollout.extras["policy_action"]),
+            "action": flatten_time(rollout.actions),
             "log_prob": flatten_time(rollout.extras["log_prob"]),
             "value": flatten_time(rollout.extras["value"]),
             "advantage": flatten_time(advantages),

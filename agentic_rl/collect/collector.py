@@ -19,6 +19,18 @@ def to_tensors(obs: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
     return {k: _float_tensor(v) for k, v in obs.items()}
 
 
+def with_action_mask(obs: dict[str, torch.Tensor], info: dict, previous: torch.Tensor | None = None,
+                     rows: np.ndarray | None = None) -> dict[str, torch.Tensor]:
+    """``obs`` plus ``action_mask [N, A]`` bool where the env reports one in ``info``; after a
+    reset of ``rows`` only those rows are new (the others keep ``previous``)."""
+    if "action_mask" not in info:
+        return obs
+    mask = torch.from_numpy(np.asarray(info["action_mask"]).astype(bool))
+    if previous is not None and rows is not None:
+        mask = torch.where(torch.from_numpy(rows)[:, None], mask, previous)
+    return {**obs, "action_mask": mask}
+
+
 def _float_tensor(values: np.ndarray) -> torch.Tensor:
     """A float32 copy; ``astype`` then ``from_numpy`` is a third of ``torch.as_tensor``'s cost."""
     return torch.from_numpy(np.asarray(values).astype(np.float32))
@@ -40,7 +52,8 @@ class Collector:
     def __init__(self, envs, rng: np.random.Generator) -> None:
         self.envs, self.rng = envs, rng
         self.num_envs = envs.num_envs
-        self.obs: dict[str, torch.Tensor] = {}
+        self.obs: dict[str, torch.Tensor] = {}  # [N, ...] each, plus action_mask if reported
+        self.reached: dict[str, torch.Tensor] = {}  # the last step's observations, before resets
         self.episode_seeds = np.zeros(self.num_envs, dtype=np.int64)
         self.steps_in_episode = np.zeros(self.num_envs, dtype=np.int64)
         self.returns = np.zeros(self.num_envs, dtype=np.float64)
@@ -51,8 +64,8 @@ class Collector:
         if seeds is None:
             seeds = self.rng.integers(0, 2**31 - 1, self.num_envs)
         self.episode_seeds = np.asarray(seeds, dtype=np.int64)
-        obs, _ = self.envs.reset(seed=[int(s) for s in self.episode_seeds])
-        self.obs = to_tensors(obs)
+        obs, info = self.envs.reset(seed=[int(s) for s in self.episode_seeds])
+        self.obs = with_action_mask(to_tensors(obs), info)
         self.steps_in_episode[:] = 0
         self.returns[:] = 0.0
         return self.obs
@@ -96,7 +109,7 @@ class Collector:
             next_obs, reward, terminated, truncated, info = self.envs.step_wait()
         else:
             next_obs, reward, terminated, truncated, info = self.envs.step(self._pending_action)
-        next_obs_t = to_tensors(next_obs)
+        next_obs_t = with_action_mask(to_tensors(next_obs), info)
         transition = {
             "obs": self.obs["observation"], "achieved_goal": self.obs["achieved_goal"],
             "desired_goal": self.obs["desired_goal"], "action": stored_action,
@@ -108,7 +121,7 @@ class Collector:
         episode_end = np.logical_or(terminated, truncated)
         self.steps_in_episode += 1
         self.returns += reward
-        self.obs = next_obs_t
+        self.obs = self.reached = next_obs_t
         finished = []
         if episode_end.any():
             success = np.asarray(info.get("is_success", np.zeros(self.num_envs)), dtype=bool)
@@ -121,8 +134,9 @@ class Collector:
     def _reset_finished(self, mask: np.ndarray) -> None:
         seeds = self.rng.integers(0, 2**31 - 1, self.num_envs)
         self.episode_seeds[mask] = seeds[mask]
-        obs, _ = self.envs.reset(seed=[int(s) if m else None for s, m in zip(seeds, mask)],
-                                 options={"reset_mask": mask})
-        self.obs = to_tensors(obs)  # envs outside the mask keep their current observation
+        obs, info = self.envs.reset(seed=[int(s) if m else None for s, m in zip(seeds, mask)],
+                                    options={"reset_mask": mask})
+        # envs outside the mask keep their current observation
+        self.obs = with_action_mask(to_tensors(obs), info, self.obs.get("action_mask"), mask)
         self.steps_in_episode[mask] = 0
         self.returns[mask] = 0.0

@@ -45,7 +45,7 @@ def gae(
     """
     not_term = 1.0 - terminated.float()
     not_done = 1.0 - dones.float()
-    gammas = torch.as_tensor(gamma, dtype=rewards.dtype).expand_as(rewards)
+    gammas = torch.as_tensor(gamma, dtype=rewards.dtype, device=rewards.device).expand_as(rewards)
     deltas = rewards + gammas * not_term * next_values - values
     advantages = torch.zeros_like(rewards)
     running = torch.zeros_like(rewards[0])
@@ -76,6 +76,18 @@ class Rollout:
         """``terminated | truncated``, ``[T, N]`` bool."""
         return self.terminated | self.truncated
 
+    def to(self, device: str | torch.device) -> Rollout:
+        """The rollout with every tensor on ``device`` (itself when already there)."""
+        if self.rewards.device == torch.device(device):
+            return self
+
+        def move(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+            return {k: v.to(device) for k, v in tensors.items()}
+
+        return Rollout(move(self.obs), move(self.next_obs), self.actions.to(device),
+                       self.rewards.to(device), self.terminated.to(device),
+                       self.truncated.to(device), move(self.extras))
+
     @property
     def shape(self) -> tuple[int, int]:
         return tuple(self.rewards.shape)  # type: ignore[return-value]
@@ -95,11 +107,11 @@ class RolloutBuffer:
         self.step = 0
         self._data: Rollout | None = None
 
-    def _allocate(self, obs, action, extras) -> Rollout:
+    def _allocate(self, obs, next_obs, action, extras) -> Rollout:
         steps, num_envs = self.num_steps, action.shape[0]
         return Rollout(
             obs={k: _alloc(steps, v) for k, v in obs.items()},
-            next_obs={k: _alloc(steps, v) for k, v in obs.items()},
+            next_obs={k: _alloc(steps, v) for k, v in next_obs.items()},
             actions=_alloc(steps, action),
             rewards=torch.zeros(steps, num_envs),
             terminated=torch.zeros(steps, num_envs, dtype=torch.bool),
@@ -121,11 +133,12 @@ class RolloutBuffer:
         if self.step >= self.num_steps:
             raise RuntimeError("rollout buffer is full; call reset() after the update")
         if self._data is None:
-            self._data = self._allocate(obs, action, extras)
+            self._data = self._allocate(obs, next_obs, action, extras)
         data, t = self._data, self.step
         for key, value in obs.items():
             data.obs[key][t] = value
-            data.next_obs[key][t] = next_obs[key]
+        for key, value in next_obs.items():
+            data.next_obs[key][t] = value
         data.actions[t] = action
         data.rewards[t] = reward
         data.terminated[t] = terminated

@@ -3,7 +3,7 @@
 The loop writes every env step into the storage the algorithm declared (``make_storage``),
 asks it how many gradient updates the new steps owe and for a batch per update, and saves it
 with the run. Storages own what differs between algorithm families: replay with HER, demos and
-prototypes; Manager periods; on-policy rollouts.
+prototypes; Manager periods; on-policy rollouts (``data.rollout.RolloutStorage``).
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ class StepRecord:
     ``terminated``); ``extras`` is what ``act`` returned with the action; ``episode_end [N]``
     marks terminated or truncated envs, ``finished`` their ``FinishedEpisode`` summaries and
     ``next_obs`` the observations the envs start their next step from (reset where ended).
+    ``obs`` is every observation part ``act`` saw (with ``is_first [N]`` and, where the env
+    reports one, ``action_mask [N, A]``) and ``reached`` every part of the observation the step
+    reached (the true final one where an episode ended).
     """
 
     transition: dict[str, torch.Tensor]
@@ -49,6 +52,8 @@ class StepRecord:
     episode_end: torch.Tensor
     finished: list
     next_obs: dict[str, torch.Tensor]
+    obs: dict[str, torch.Tensor]
+    reached: dict[str, torch.Tensor]
 
 
 @runtime_checkable

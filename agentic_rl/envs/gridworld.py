@@ -8,8 +8,7 @@ Observations are dicts: ``observation = [row, col, has_key]``, ``achieved_goal =
 ``desired_goal = [row, col]``; coordinates are scaled to [-1, 1] so a Manager's tanh-bounded goal
 lives in the same box. The reward is sparse (1 on reaching the goal cell, else 0) and reaching the
 goal terminates the episode; hitting the step limit truncates it. ``GridWorldEnv`` steps one grid
-and ``BatchGridWorld`` steps many at once with numpy (same transition code, gymnasium's
-``SAME_STEP`` autoreset semantics).
+and ``BatchGridWorld`` steps many at once with numpy (same transition code, no autoreset).
 """
 
 from __future__ import annotations
@@ -187,13 +186,14 @@ class GridWorldEnv(gym.Env):
 class BatchGridWorld(gym.vector.VectorEnv):
     """``num_envs`` grid worlds stepped together with numpy (no Python loop over envs).
 
-    Follows gymnasium's ``SAME_STEP`` autoreset: an env that ends is reset inside ``step``; the
-    returned observation is the new episode's first, the last one is in ``info["final_obs"]``
-    (a dict of ``[N, ...]`` arrays, valid where ``info["_final_obs"]``). ``info["is_success"]`` and
+    Runs without autoreset, as the training collector expects: an ended env must be reset
+    (``reset(seed=[...], options={"reset_mask": mask})``) before it is stepped again. A row reset
+    with seed ``s`` starts the episode ``GridWorldEnv.reset(seed=s)`` starts; rows reset without
+    a seed draw from the generator seeded at construction. ``info["is_success"]`` and
     ``info["action_mask"]`` are ``[N]`` / ``[N, 4]`` arrays. Same arguments as ``GridWorldEnv``.
     """
 
-    metadata = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
+    metadata = {"autoreset_mode": gym.vector.AutoresetMode.DISABLED}
 
     def __init__(self, num_envs: int, seed: int | None = None, **env_kwargs: Any) -> None:
         single = GridWorldEnv(**env_kwargs)
@@ -209,31 +209,41 @@ class BatchGridWorld(gym.vector.VectorEnv):
         self.goal = np.zeros((num_envs, 2), np.int64)
         self.has_key = np.zeros(num_envs, bool)
         self.steps = np.zeros(num_envs, np.int64)
+        self.ended = np.zeros(num_envs, bool)
 
     def compute_reward(self, achieved_goal, desired_goal, info) -> np.ndarray:
         return self.core.compute_reward(achieved_goal, desired_goal, info)
 
-    def _reset_rows(self, rows: np.ndarray) -> None:
-        count, lay = int(rows.sum()), self.core.layout
-        if count == 0:
-            return
-        goal = self.core.sample_cells(None if self.random_goal else lay.goal, count, self.rng)
-        pos = self.core.sample_cells(None if self.random_start else lay.start, count, self.rng)
-        clash = (pos == goal).all(-1) if self.random_start else np.zeros(count, bool)
-        while clash.any():
-            pos[clash] = self.core.sample_cells(None, int(clash.sum()), self.rng)
-            clash = (pos == goal).all(-1)
-        self.goal[rows], self.pos[rows] = goal, pos
-        self.has_key[rows], self.steps[rows] = False, 0
+    def _reset_row(self, row: int, rng: np.random.Generator) -> None:
+        """The same draws, in the same order, as ``GridWorldEnv.reset``."""
+        lay = self.core.layout
+        goal = self.core.sample_cells(None if self.random_goal else lay.goal, 1, rng)
+        pos = self.core.sample_cells(None if self.random_start else lay.start, 1, rng)
+        while self.random_start and (pos == goal).all():
+            pos = self.core.sample_cells(None, 1, rng)
+        self.goal[row], self.pos[row] = goal[0], pos[0]
+        self.has_key[row], self.steps[row], self.ended[row] = False, 0, False
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        if seed is not None:
-            self.rng = np.random.default_rng(seed)
-        self._reset_rows(np.ones(self.num_envs, bool))
+    def reset(self, *, seed: int | Sequence[int | None] | None = None,
+              options: dict | None = None):
+        """Reset the rows of ``options["reset_mask"]`` (every row without one); ``seed`` is one
+        int (seeds row ``i`` with ``seed + i``) or one seed (or None) per row."""
+        mask = np.ones(self.num_envs, bool) if not options or "reset_mask" not in options \
+            else np.asarray(options["reset_mask"], bool)
+        if seed is None or isinstance(seed, (int, np.integer)):
+            seeds = [None if seed is None else int(seed) + i for i in range(self.num_envs)]
+        else:
+            seeds = list(seed)
+        for row in np.flatnonzero(mask):
+            rng = self.rng if seeds[row] is None else np.random.default_rng(seeds[row])
+            self._reset_row(int(row), rng)
         info = {"action_mask": self.core.action_mask(self.pos, self.has_key)}
         return self.core.observe(self.pos, self.has_key, self.goal), info
 
     def step(self, actions):
+        if self.ended.any():
+            raise RuntimeError(f"envs {np.flatnonzero(self.ended).tolist()} finished their "
+                               "episodes: reset them (options={'reset_mask': ...}) first")
         actions = np.asarray(actions, dtype=np.int64)
         self.pos, self.has_key = self.core.move(self.pos, self.has_key, actions)
         self.steps += 1
@@ -241,13 +251,9 @@ class BatchGridWorld(gym.vector.VectorEnv):
         reward = self.core.compute_reward(obs["achieved_goal"], obs["desired_goal"], None)
         terminated = reward > 0.0
         truncated = (self.steps >= self.max_episode_steps) & ~terminated
-        done = terminated | truncated
-        info: dict[str, Any] = {"is_success": terminated.copy()}
-        if done.any():
-            info["final_obs"], info["_final_obs"] = obs, done
-            self._reset_rows(done)
-            obs = self.core.observe(self.pos, self.has_key, self.goal)
-        info["action_mask"] = self.core.action_mask(self.pos, self.has_key)
+        self.ended = terminated | truncated
+        info = {"is_success": terminated.copy(),
+                "action_mask": self.core.action_mask(self.pos, self.has_key)}
         return obs, reward, terminated, truncated, info
 
 

@@ -125,24 +125,17 @@ class LeanSyncVectorEnv(SyncVectorEnv):
 
 
 def make_vec_env(name: str, num_envs: int, kwargs: dict[str, Any] | None = None,
-                 goal_region=None) -> LeanSyncVectorEnv:
-    """A synchronous vector env without autoreset: the collector resets envs itself, with seeds
-    drawn from the run's generator, so a resumed run replays the same episodes. Observations
-    come back in the vector env's own buffers (``copy=False``: its deep copy of every step's
+                 goal_region=None) -> gym.vector.VectorEnv:
+    """A vector env without autoreset: the collector resets envs itself, with seeds drawn from
+    the run's generator, so a resumed run replays the same episodes. Grid worlds step as one
+    numpy batch (``BatchGridWorld``); other envs run in a ``LeanSyncVectorEnv`` whose
+    observations come back in its own buffers (``copy=False``: its deep copy of every step's
     observation dict cost more than the rest of its step); the collector copies what it keeps."""
-    return LeanSyncVectorEnv([env_factory(name, kwargs, goal_region) for _ in range(num_envs)],
-                             autoreset_mode=AutoresetMode.DISABLED, copy=False)
-
-
-def make_onpolicy_vec_env(name: str, num_envs: int, kwargs: dict[str, Any] | None = None,
-                          seed: int = 0):
-    """A vector env for the on-policy loop (``SAME_STEP`` autoreset): the numpy-batched
-    ``BatchGridWorld`` for grid ids, a ``SyncVectorEnv`` of ``make_env`` otherwise."""
     register_all(name)
     from agentic_rl.envs.gridworld import ENV_IDS, BatchGridWorld
 
-    if name in ENV_IDS:
-        return BatchGridWorld(num_envs=num_envs, seed=seed, **{**ENV_IDS[name], **(kwargs or {})})
-    make_env(name, kwargs).close()  # fail early with a clear message for unknown ids
-    return SyncVectorEnv([env_factory(name, kwargs) for _ in range(num_envs)],
-                         autoreset_mode=AutoresetMode.SAME_STEP)
+    if name in ENV_IDS and goal_region is None:
+        make_env(name, kwargs).close()  # the same argument checks as a single env
+        return BatchGridWorld(num_envs=num_envs, **{**ENV_IDS[name], **(kwargs or {})})
+    return LeanSyncVectorEnv([env_factory(name, kwargs, goal_region) for _ in range(num_envs)],
+                             autoreset_mode=AutoresetMode.DISABLED, copy=False)

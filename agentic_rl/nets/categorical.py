@@ -86,7 +86,8 @@ class DiagGaussianActor(nn.Module):
 
     def sample(self, x, mask=None, generator: torch.Generator | None = None):
         dist = self._dist(x)
-        noise = torch.randn(dist.loc.shape, generator=generator, dtype=dist.loc.dtype)
+        noise = torch.randn(dist.loc.shape, generator=generator, dtype=dist.loc.dtype,
+                            device=dist.loc.device)
         action = dist.loc + dist.scale * noise
         return action, dist.log_prob(action).sum(-1)
 
@@ -134,7 +135,8 @@ class TanhDiagGaussianActor(DiagGaussianActor):
 
     def sample(self, x, mask=None, generator: torch.Generator | None = None):
         mean = self.net(x)
-        noise = torch.randn(mean.shape, generator=generator, dtype=mean.dtype)
+        noise = torch.randn(mean.shape, generator=generator, dtype=mean.dtype,
+                            device=mean.device)
         pre_tanh = mean + self.log_std.exp() * noise
         log_prob = gaussian_log_prob(noise, self.log_std.expand_as(mean))
         return torch.tanh(pre_tanh), log_prob - tanh_log_det_jacobian(pre_tanh)

@@ -31,30 +31,40 @@ class EvalResult:
                 "mean_length": self.mean_length, "episodes": len(self.successes)}
 
 
+def batch_of_one(obs: dict, info: dict) -> dict[str, torch.Tensor]:
+    """A single env's observation (and ``info["action_mask"]``) as a batch of one."""
+    out = {k: v.unsqueeze(0) for k, v in to_tensors(obs).items()}
+    if "action_mask" in info:
+        out["action_mask"] = torch.as_tensor(np.asarray(info["action_mask"], bool))[None]
+    return out
+
+
 def evaluate(algo, env: gym.Env, episodes: int, seed: int, keep_episodes: bool = False,
-             shield=None, monitor=None) -> EvalResult:
-    """Run ``episodes`` deterministic episodes with seeds ``seed + EVAL_SEED_OFFSET + k``.
+             shield=None, monitor=None, mode: str = "deterministic") -> EvalResult:
+    """Run ``episodes`` episodes with seeds ``seed + EVAL_SEED_OFFSET + k``, deterministic
+    unless ``mode="explore"`` (actions sampled as in training).
 
     Args:
         algo: an ``algos.base.Algorithm`` (``act`` and ``executed``).
         env: a single (non-vector) goal env.
         keep_episodes: return the steps of successful episodes (``obs``, ``desired_goal``,
             ``achieved_goal``, ``action`` in the learner's units), e.g. for prototypes.
-        shield: optional ``verify.shield.ContinuousShield`` applied to every action.
+        shield: optional ``train.safety`` shield (``restrict`` / ``project``) on every step.
         monitor: optional ``verify.monitor.SafetyMonitor`` that checks every step.
     """
     successes, returns, lengths, kept = [], [], [], []
     for index in range(episodes):
-        obs, _ = env.reset(seed=seed + EVAL_SEED_OFFSET + index)
-        state, done, total, length, info = None, False, 0.0, 0, {}
+        obs, info = env.reset(seed=seed + EVAL_SEED_OFFSET + index)
+        state, done, total, length = None, False, 0.0, 0
         trace: list[dict[str, torch.Tensor]] = []
         while not done:
-            obs_t = {k: v.unsqueeze(0) for k, v in to_tensors(obs).items()}
+            obs_t = batch_of_one(obs, info)
             obs_t["is_first"] = torch.tensor([length == 0])
-            action, state, extras = algo.act(obs_t, state, "deterministic")
             if shield is not None:
-                action = torch.as_tensor(shield.project(obs_t["observation"].numpy(),
-                                                        action.numpy()), dtype=action.dtype)
+                obs_t = shield.restrict(obs_t)
+            action, state, extras = algo.act(obs_t, state, mode)
+            if shield is not None:
+                action = shield.project(obs_t, action)
                 extras = algo.executed(extras, action)
             if keep_episodes:
                 stored = extras.get("unit_action", action)[0]

@@ -107,11 +107,13 @@ def _train_loop(run: Run, logger: Logger, show_progress: bool, async_envs,
     with Progress(training.total_timesteps, run.step, show_progress) as progress:
         while run.step < training.total_timesteps:
             random = run.step < training.learning_starts and not storage.warm
-            env_action, policy_state, extras = algo.act(
-                {**collector.obs, "is_first": collector.is_first}, policy_state,
-                "random" if random else "explore")
+            obs = {**collector.obs, "is_first": collector.is_first}
+            if shield is not None:
+                obs = shield.restrict(obs)
+            env_action, policy_state, extras = algo.act(obs, policy_state,
+                                                        "random" if random else "explore")
             if shield is not None:  # learn from the executed action
-                env_action = run.safety.shielded(shield, collector.obs, env_action)
+                env_action = shield.project(obs, env_action)
                 extras = algo.executed(extras, env_action)
             episode_step = collector.steps_in_episode.copy()
             collector.step_async(env_action)
@@ -121,7 +123,7 @@ def _train_loop(run: Run, logger: Logger, show_progress: bool, async_envs,
                 run.safety.monitor.check(transition["next_obs"].numpy(), env_action.numpy(),
                                          episode_step)
             for episode in storage.add(StepRecord(transition, extras, episode_end, finished,
-                                                  collector.obs)):
+                                                  collector.obs, obs, collector.reached)):
                 algo.observe(episode)
             record_episodes(run, finished)
             previous, run.step = run.step, run.step + num_envs

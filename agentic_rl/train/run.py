@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from agentic_rl.algos import ON_POLICY, TEXT
+from agentic_rl.algos import TEXT
 from agentic_rl.config import ConfigError, ExperimentConfig, dump_config, validate_config
 from agentic_rl.train import state
 from agentic_rl.data.checkpoint import (CheckpointError, has_checkpoint, latest_checkpoint,
@@ -99,13 +99,6 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
         from agentic_rl.train.text_run import train_text_run
 
         return train_text_run(config, run_dir, resume, show_progress, init_from)
-    if config.algorithm.name in ON_POLICY:
-        if init_from is not None:
-            raise ConfigError("--init-from transfers SAC/OPD actors and prototypes; it does not "
-                              f"apply to {config.algorithm.name}")
-        from agentic_rl.train.onpolicy_run import train_onpolicy_run
-
-        return train_onpolicy_run(config, run_dir, resume, show_progress)
     run = build_run(config, run_dir)
     if resume:
         folder = latest_checkpoint(run_dir)

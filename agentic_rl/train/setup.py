@@ -51,7 +51,10 @@ def build_algo(config: ExperimentConfig, env) -> Any:
 
 
 def horizon_of(env) -> int:
-    return int(env.spec.max_episode_steps) if env.spec and env.spec.max_episode_steps else 1000
+    """The env's episode step limit (its spec's, or its own ``max_episode_steps``; else 1000)."""
+    if env.spec and env.spec.max_episode_steps:
+        return int(env.spec.max_episode_steps)
+    return int(getattr(env.unwrapped, "max_episode_steps", None) or 1000)
 
 
 def build_run(config: ExperimentConfig, run_dir: Path) -> Run:

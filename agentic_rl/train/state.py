@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from agentic_rl.data.checkpoint import (flatten_state, load_algo_state, load_checkpoint,
                                         prefixed, save_checkpoint, with_prefix)
-from agentic_rl.train.setup import Run
+from agentic_rl.train.setup import Run, horizon_of
 
 FORCED_AFTER_EPISODES = 2  # checkpoint mid-episode if no episode boundary comes in this long
 
@@ -38,9 +38,8 @@ def maybe_checkpoint(run: Run, previous_step: int, collector) -> None:
         run.checkpoint_pending_since = run.step
     if run.checkpoint_pending_since is None:
         return
-    horizon = run.eval_env.spec.max_episode_steps if run.eval_env.spec else 1000
     waited = run.step - run.checkpoint_pending_since
-    if collector.at_episode_boundary or waited >= FORCED_AFTER_EPISODES * (horizon or 1000):
+    if collector.at_episode_boundary or waited >= FORCED_AFTER_EPISODES * horizon_of(run.eval_env):
         save_run(run, collector)
 
 

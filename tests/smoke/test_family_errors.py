@@ -11,7 +11,7 @@ from tests.conftest import REPO
 UNREAD = {"sac_her_fetch_reach": "agent.self_prototypes=false",
           "td3_her_fetch_reach": "agent.init_alpha=0.5",
           "hgpo_pointmaze": "agent.hidden_sizes=[32]",
-          "ppo_fourrooms": "training.stop_success_rate=0.5",
+          "ppo_fourrooms": "training.learning_starts=7",
           "hgpo_fourrooms": "environment.clip_obs=3.0",
           "alfworld_text_opd": "verification.shield_eval=true"}
 FAMILIES = [*UNREAD, "opd_point"]

@@ -1,6 +1,8 @@
-"""Every feature of the shared loop in every family it trains (sac, opd, td3, hgpo_sac), on
-the tiny PointReach task: safety monitor and shields, early stop, curriculum, device, and a
-resumed run that ends with the weights of an uninterrupted one."""
+"""Every feature of the shared loop in every family it trains: safety monitor and shields,
+early stop, curriculum, device, and a resumed run that ends with the weights of an
+uninterrupted one. Off-policy families run the tiny PointReach task; on-policy ones (ppo, hgpo)
+a small grid (key-door with a 10-step limit: no episode can end early, so checkpoints fall on
+episode boundaries) and an open room with a lava cell for the discrete shield."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from agentic_rl.config import validate_config
 from agentic_rl.data.checkpoint import latest_checkpoint
 from agentic_rl.train.logger import read_metrics
 from agentic_rl.train.run import train
+from tests.conftest import REPO
 
 SMALL = {"hidden_sizes": [16, 16], "batch_size": 32}
 FAMILIES = {
@@ -19,18 +22,25 @@ FAMILIES = {
     "opd": {"name": "opd", "batch_size": 32, "prototype_batch_size": 32},
     "td3": {"name": "td3", "batch_size": 32},
     "hgpo_sac": {"name": "hgpo_sac", "period": 5, "manager": SMALL, "worker": SMALL},
+    "ppo": {"name": "ppo", "rollout_steps": 20, "hidden_sizes": [16]},
+    "hgpo": {"name": "hgpo", "period": 4, "rollout_steps": 20},
 }
+ON_POLICY = ("ppo", "hgpo")
+GRID = {"name": "agentic_rl/KeyDoor-v0", "kwargs": {"max_episode_steps": 10}}
+LAVA_ROOM = {"name": "agentic_rl/GridWorld-v0", "kwargs": {"size": 6, "max_episode_steps": 20}}
 
 
 def family_config(tmp_path, family: str, steps: int = 200, **sections):
-    agent = {} if family == "hgpo_sac" else {"hidden_sizes": [16, 16]}
+    agent = {} if family in ("hgpo_sac", *ON_POLICY) else {"hidden_sizes": [16, 16]}
     if family == "opd":
         agent["prototype_data_path"] = str(tmp_path / "demos.npz")
         agent["prototype_episodes"] = 5
     raw = {"algorithm": FAMILIES[family], "agent": agent,
-           "environment": {"name": "agentic_rl/PointReach-v0"},
+           "environment": GRID if family in ON_POLICY else {"name": "agentic_rl/PointReach-v0"},
            "training": {"total_timesteps": steps, "learning_starts": 40, "eval_freq": 100,
                         "num_eval_episodes": 3, "checkpoint_freq": 100, "log_freq": 100}}
+    if family in ON_POLICY:  # no random-action phase
+        del raw["training"]["learning_starts"]
     for section, values in sections.items():
         raw[section] = {**raw.get(section, {}), **values}
     return validate_config(raw)
@@ -38,16 +48,19 @@ def family_config(tmp_path, family: str, steps: int = 200, **sections):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_monitor_and_shields(tmp_path, family):
-    properties = tmp_path / "gentle.yaml"
-    properties.write_text(yaml.safe_dump({"parts": {"pos": [0, 2]}, "properties": [
-        {"name": "gentle", "kind": "action_box", "low": [-0.5, -0.5], "high": [0.5, 0.5]}]}))
-    config = family_config(tmp_path, family, verification={
+    if family in ON_POLICY:  # a discrete shield: moves into the lava cell are masked
+        properties, environment = REPO / "configs" / "safety" / "gridworld_lava.yaml", LAVA_ROOM
+    else:  # a continuous one: actions are projected into a gentle box
+        properties, environment = tmp_path / "gentle.yaml", {}
+        properties.write_text(yaml.safe_dump({"parts": {"pos": [0, 2]}, "properties": [
+            {"name": "gentle", "kind": "action_box", "low": [-0.5, -0.5], "high": [0.5, 0.5]}]}))
+    config = family_config(tmp_path, family, environment=environment, verification={
         "property_file": str(properties), "shield_train": True, "shield_eval": True})
     summary = train(config, tmp_path / "run", show_progress=False)
     safety = summary["safety"]
     assert safety["train"]["steps"] == 200 and safety["train"]["violations"] == 0
     assert safety["eval"]["steps"] > 0 and safety["eval"]["violations"] == 0
-    assert safety["train_shield"]["interventions"] > 0  # random actions had to be projected
+    assert safety["train_shield"]["interventions"] > 0  # exploring actions had to be changed
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -60,9 +73,11 @@ def test_stop_success_rate_and_device(tmp_path, family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_curriculum_moves_on(tmp_path, family):
+    attribute, values = ("max_episode_steps", (5, 10)) if family in ON_POLICY else (
+        "goal_range", (0.2, 1.0))
     curriculum = {"success_threshold": 0.0, "stages": [
-        {"name": "near", "env_attrs": {"goal_range": 0.2}},
-        {"name": "far", "env_attrs": {"goal_range": 1.0}}]}
+        {"name": "near", "env_attrs": {attribute: values[0]}},
+        {"name": "far", "env_attrs": {attribute: values[1]}}]}
     config = family_config(tmp_path, family, environment={"curriculum": curriculum})
     train(config, tmp_path / "run", show_progress=False)
     stages = read_metrics(tmp_path / "run" / "metrics.csv")["curriculum/stage"]

@@ -1,4 +1,4 @@
-"""Monitor and discrete shield in the on-policy loop: a lava cell in an open grid room."""
+"""Monitor and discrete shield with PPO: a lava cell in an open grid room."""
 
 import json
 
@@ -20,5 +20,5 @@ def test_grid_shield_masks_moves_into_lava_and_the_monitor_counts_visits(tmp_pat
                            "summary.json").read_text())["safety"]
     assert free["train"]["violations"] > 0  # a random-ish early policy walks into the lava
     assert shielded["train"]["violations"] == 0 and shielded["eval"]["violations"] == 0
-    assert shielded["train_shield_interventions"] > 0
+    assert shielded["train_shield"]["interventions"] > 0
     assert shielded["train"]["steps"] == free["train"]["steps"] == 4096

@@ -70,9 +70,9 @@ def test_every_shipped_config_validates_and_names_a_known_env():
 
 
 @pytest.mark.parametrize("name, dotted, value", [
-    ("ppo", "training.stop_success_rate", 0.9),
+    ("ppo", "training.learning_starts", 7),
     ("hgpo", "agent.hidden_sizes", [32]),
-    ("hgpo", "environment.curriculum", {"stages": [{"name": "a"}]}),
+    ("hgpo", "training.buffer_size", 1000),
     ("hgpo_sac", "agent.hidden_sizes", [32]),
     ("text_opd", "verification.shield_eval", True),
     ("text_opd", "training.device", "auto"),

@@ -120,24 +120,32 @@ def test_parse_layout_rejects_bad_maps():
         parse_layout(["#####", "#SxG#", "#####"])
 
 
-def test_batch_matches_single_env_and_autoresets():
+def test_batch_rows_match_single_envs_and_reset_by_mask():
+    kwargs = {"layout": "fourrooms", "random_start": True, "random_goal": True}
+    batch = BatchGridWorld(num_envs=3, seed=0, **kwargs)
+    obs, info = batch.reset(seed=[5, 6, 7])
+    for row, seed in enumerate([5, 6, 7]):  # a row seeded s starts GridWorldEnv(seed=s)'s episode
+        single_obs, single_info = GridWorldEnv(**kwargs).reset(seed=seed)
+        for key in obs:
+            np.testing.assert_array_equal(obs[key][row], single_obs[key])
+        np.testing.assert_array_equal(info["action_mask"][row], single_info["action_mask"])
+
+
+def test_batch_ends_episodes_and_needs_a_reset_before_stepping_them():
     batch = BatchGridWorld(num_envs=2, seed=0, layout="open", size=3, max_episode_steps=5)
-    obs, _ = batch.reset(seed=0)
-    single = GridWorldEnv(layout="open", size=3, max_episode_steps=5)
-    single_obs, _ = single.reset(seed=0)
-    np.testing.assert_array_equal(obs["observation"][0], single_obs["observation"])
-    actions = [[RIGHT, UP], [RIGHT, UP], [DOWN, UP], [DOWN, UP]]
-    for a in actions[:3]:
-        obs, rew, term, trunc, info = batch.step(np.array(a))
-        assert "final_obs" not in info
-    obs, rew, term, trunc, info = batch.step(np.array(actions[3]))
+    batch.reset(seed=0)
+    for a in [[RIGHT, UP], [RIGHT, UP], [DOWN, UP]]:
+        batch.step(np.array(a))
+    obs, rew, term, trunc, info = batch.step(np.array([DOWN, UP]))
     np.testing.assert_array_equal(rew, [1.0, 0.0])
     np.testing.assert_array_equal(term, [True, False])
-    np.testing.assert_array_equal(info["_final_obs"], [True, False])
-    np.testing.assert_allclose(info["final_obs"]["achieved_goal"][0], [1.0, 1.0])
-    np.testing.assert_allclose(obs["achieved_goal"][0], [-1.0, -1.0])  # reset to start
+    np.testing.assert_allclose(obs["achieved_goal"][0], [1.0, 1.0])  # the true final cell
+    with pytest.raises(RuntimeError, match=r"envs \[0\] finished"):
+        batch.step(np.array([UP, UP]))
+    obs, _ = batch.reset(seed=[3, None], options={"reset_mask": np.array([True, False])})
+    np.testing.assert_allclose(obs["achieved_goal"][0], [-1.0, -1.0])  # back at the start
     obs, rew, term, trunc, info = batch.step(np.array([UP, UP]))
-    np.testing.assert_array_equal(trunc, [False, True])
+    np.testing.assert_array_equal(trunc, [False, True])  # env 1 kept its episode: 5 steps
     assert not term.any()
 
 

@@ -33,4 +33,5 @@ def test_expert_reaches_random_goals_in_batch():
         done |= terminated
         if done.all():
             break
+        obs, _ = env.reset(options={"reset_mask": terminated | truncated})
     assert done.all()

@@ -1,8 +1,11 @@
 """Experiment configuration: YAML -> dotted CLI overrides -> validated, frozen pydantic models.
 
-One file per experiment with the sections ``algorithm``, ``agent``, ``environment`` and
-``training`` (SPEC C1). Every model forbids unknown keys, and ``load_config`` turns pydantic's
-errors into one line that names the key path and, for a misspelt key, the closest valid one.
+One file per experiment with the sections ``algorithm`` (the learner: its update, networks and
+prototypes), ``environment``, ``training`` and ``verification`` (SPEC C1). Every model forbids
+unknown keys, and ``load_config`` turns pydantic's errors into one line that names the key path
+and, for a misspelt key, the closest valid one; a key of another algorithm's section names the
+algorithms that read it. Configs written before the networks moved into ``algorithm`` kept them
+in an ``agent`` section; it is still read, merged into ``algorithm``.
 """
 
 from __future__ import annotations
@@ -12,40 +15,17 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
 
 from agentic_rl.algos import CONFIGS
-from agentic_rl.algos.sac_config import SACConfig, SACNetworkConfig
+from agentic_rl.algos.sac_config import SACConfig
 
 
 class Section(BaseModel):
     """Base for every config section: unknown keys are errors, values are immutable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SkillConfig(Section):
-    """One named skill: its own prototype buffer, filled from its own expert file."""
-
-    name: str
-    prototype_data_path: str | None = None
-    expert_kwargs: dict[str, float] = Field(default_factory=dict)
-    task_ids: list[str] = Field(default_factory=list)
-
-
-class AgentConfig(SACNetworkConfig):
-    """Networks, optimisers and prototypes (the learner's body)."""
-
-    prototype_data_path: str | list[str] | None = Field(
-        None, description="demo .npz file (text agents: also a list of files)")
-    prototype_episodes: int = Field(20, ge=1)
-    prototype_capacity: int = Field(100_000, ge=1)
-    prototype_sampling: Literal["uniform", "return", "goal"] = "uniform"
-    prototypes_in_replay: bool = True
-    self_prototypes: bool = True
-    self_prototype_capacity: int = Field(20_000, ge=0)
-    skills: list[SkillConfig] = Field(default_factory=list)
-    skill_selection: Literal["task_id", "learned"] = "learned"
 
 
 class CurriculumStage(Section):
@@ -131,10 +111,39 @@ class ExperimentConfig(Section):
     """The whole experiment."""
 
     algorithm: AlgorithmConfig
-    agent: AgentConfig = Field(default_factory=AgentConfig)
     environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     verification: VerificationConfig = Field(default_factory=VerificationConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_agent_section(cls, raw: Any) -> Any:
+        """Configs and run folders written before the networks and prototypes moved into
+        ``algorithm`` kept them in an ``agent`` section: merge it into ``algorithm``."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("agent"), dict):
+            return raw
+        raw = dict(raw)
+        agent, algorithm = raw.pop("agent"), dict(raw.get("algorithm") or {})
+        fields = ALGORITHM_CONFIGS.get(str(algorithm.get("name", "sac")), SACConfig).model_fields
+        for key, value in agent.items():
+            if LEGACY_AGENT_DEFAULTS.get(key, object()) == value and (
+                    key not in fields or key in algorithm):
+                continue  # a resolved default this learner has no use for
+            if key in algorithm and algorithm[key] != value:
+                raise ValueError(f"agent.{key} and algorithm.{key} both set: the agent section "
+                                 f"of older configs is now part of algorithm; keep algorithm.{key}")
+            algorithm[key] = value  # a key the learner lacks fails as one of the algorithm's
+        raw["algorithm"] = algorithm
+        return raw
+
+
+# What older resolved configs wrote in their ``agent`` section when a key was left at its default.
+LEGACY_AGENT_DEFAULTS: dict[str, Any] = {
+    "hidden_sizes": [256, 256], "activation": "relu", "actor_lr": 0.001, "critic_lr": 0.001,
+    "alpha_lr": 0.001, "init_alpha": 0.1, "target_entropy": "auto", "fused_update": True,
+    "prototype_data_path": None, "prototype_episodes": 20, "prototype_capacity": 100_000,
+    "prototype_sampling": "uniform", "prototypes_in_replay": True, "self_prototypes": True,
+    "self_prototype_capacity": 20_000, "skills": [], "skill_selection": "learned"}
 
 
 class ConfigError(ValueError):
@@ -156,8 +165,8 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Experim
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid YAML: {error}") from None
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path} must hold a mapping with sections algorithm, agent, "
-                          "environment, training")
+        raise ConfigError(f"{path} must hold a mapping with sections algorithm, "
+                          "environment, training (and verification)")
     for override in overrides or []:
         apply_override(raw, override)
     return validate_config(raw)
@@ -215,7 +224,13 @@ def describe_validation_error(error: ValidationError, raw: dict[str, Any]) -> st
         if len(location) > 1 and location[0] == "algorithm" and location[1] == algorithm_name:
             del location[1]
         path = ".".join(location)
-        if item["type"] == "extra_forbidden":
+        if not location:  # a whole-config check (e.g. an older agent section)
+            lines.append(str(item["msg"]).removeprefix("Value error, "))
+        elif item["type"] == "extra_forbidden" and location[0] == "algorithm" and (
+                readers := readers_of(location[1:])):
+            lines.append(f"config key '{path}' is not read by {algorithm_name}; remove it (it "
+                         f"is read by {', '.join(readers)})")
+        elif item["type"] == "extra_forbidden":
             valid = valid_keys(location[:-1], raw)
             close = difflib.get_close_matches(location[-1], valid, n=1, cutoff=0.5)
             hint = f"; did you mean '{'.'.join(location[:-1] + close)}'?" if close else ""
@@ -227,6 +242,13 @@ def describe_validation_error(error: ValidationError, raw: dict[str, Any]) -> st
         else:
             lines.append(f"config key '{path}': {item['msg']} (got {item.get('input')!r})")
     return "; ".join(lines)
+
+
+def readers_of(location: list[str]) -> list[str]:
+    """The algorithms whose section has the key path ``location`` (below ``algorithm``)."""
+    if len(location) != 1:
+        return []
+    return [name for name, model in ALGORITHM_CONFIGS.items() if location[0] in model.model_fields]
 
 
 def valid_keys(location: list[str], raw: dict[str, Any]) -> list[str]:

@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
 
     out = Path(args.out_dir)
-    common = [f"agent.prototype_data_path={args.demos}", f"training.seed={args.seed}", *args.set]
+    common = [f"algorithm.prototype_data_path={args.demos}", f"training.seed={args.seed}", *args.set]
     start = time.time()
     context = multiprocessing.get_context("spawn")
     base = args.imitation_run or str(out / "imitation")

@@ -49,7 +49,6 @@ from common import markdown_table, write_json  # noqa: E402
 
 from agentic_rl.algos import losses  # noqa: E402
 from agentic_rl.algos.sac import SAC, SACConfig  # noqa: E402
-from agentic_rl.config import AgentConfig  # noqa: E402
 from agentic_rl.nets.actors import gaussian_log_prob, tanh_log_det_jacobian  # noqa: E402
 
 OBS, GOAL, ACT, BATCH = 10, 3, 4, 256  # FetchReach
@@ -60,8 +59,7 @@ SPACES = {"obs_dim": OBS, "goal_dim": GOAL, "act_dim": ACT,
 def make_learner(hidden: list[int], fused: bool, seed: int = 0) -> SAC:
     """A SAC learner with non-trivial normaliser statistics (same for every seed-equal call)."""
     torch.manual_seed(seed)
-    learner = SAC(SACConfig(batch_size=BATCH), AgentConfig(hidden_sizes=hidden,
-                                                           fused_update=fused), SPACES)
+    learner = SAC(SACConfig(batch_size=BATCH, hidden_sizes=hidden, fused_update=fused), SPACES)
     if not fused:
         learner.manual_gradients = False  # the autograd reference path
     g = torch.Generator().manual_seed(seed + 1)
@@ -101,12 +99,12 @@ def pure_state(learner: SAC) -> tuple[dict, dict, dict]:
 def make_pure_update(learner: SAC):
     """The pure update for ``learner``'s modules and hyper-parameters (``noise [2, B, act]``:
     the draws for ``a' ~ pi(s')``, then for ``a ~ pi(s)``, in ``autograd_gradients``' order)."""
-    actor, critic, cfg, agent = learner.actor, learner.critic, learner.config, learner.agent
+    actor, critic, cfg = learner.actor, learner.critic, learner.config
     gamma, tau, target_entropy = cfg.gamma, cfg.tau, learner.target_entropy
     clip = learner.obs_normalizer.clip
     group = learner.optimizer.param_groups[0]
     (beta1, beta2), eps = group["betas"], group["eps"]
-    lr_of = {"actor": agent.actor_lr, "critic": agent.critic_lr, "log_alpha": agent.alpha_lr}
+    lr_of = {"actor": cfg.actor_lr, "critic": cfg.critic_lr, "log_alpha": cfg.alpha_lr}
 
     def sub(params: dict, prefix: str, detach: bool = False) -> dict:
         n = len(prefix) + 1

@@ -60,11 +60,11 @@ def profile(net: list[int], steps: int, algo: str, warmup: int = 300,
             ) -> tuple[dict[str, float], dict[str, float]]:
     folder = tempfile.mkdtemp()
     extra = {"prototype_batch_size": 256} if algo == "opd" else {}
-    agent = {"hidden_sizes": net, "fused_update": not (python_update or update_parts)}
+    extra |= {"hidden_sizes": net, "fused_update": not (python_update or update_parts)}
     if algo == "opd":
-        agent["prototype_data_path"] = str(Path(folder) / "demos.npz")
+        extra["prototype_data_path"] = str(Path(folder) / "demos.npz")
     config = validate_config({
-        "algorithm": {"name": algo, "batch_size": 256, **extra}, "agent": agent,
+        "algorithm": {"name": algo, "batch_size": 256, **extra},
         "environment": {"name": "FetchReach-v4"}, "training": {"torch_threads": 1}})
     run = build_run(config, Path(folder))
     collector = Collector(run.envs, run.rng)

@@ -26,7 +26,7 @@ def timed(self, action):
 collector.Collector.step_async = timed
 from agentic_rl.cli import main
 main(["train", sys.argv[1], "--log-dir", sys.argv[2], "--no-progress",
-      "training.total_timesteps=200", f"agent.prototype_data_path={sys.argv[3]}"])
+      "training.total_timesteps=200", f"algorithm.prototype_data_path={sys.argv[3]}"])
 print(f"{collector.first:.3f} {time.perf_counter() - started:.3f}")
 """
 

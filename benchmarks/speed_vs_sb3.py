@@ -39,14 +39,14 @@ def ours_steps_per_s(net: list[int], steps: int, variant: str, threads: int,
                  "gamma": 0.95, "tau": 0.05,
                  "her": {"strategy": "future" if variant != "plain" else "none",
                          "relabel_ratio": 0.8}}
-    agent = {"hidden_sizes": net, "actor_lr": 1e-3, "critic_lr": 1e-3, "alpha_lr": 1e-3}
+    algorithm |= {"hidden_sizes": net, "actor_lr": 1e-3, "critic_lr": 1e-3, "alpha_lr": 1e-3}
     with tempfile.TemporaryDirectory() as folder:
         if variant == "opd":
             algorithm["prototype_batch_size"] = 256
-            agent["prototype_data_path"] = str(Path(folder) / "demos.npz")
-            agent["prototypes_in_replay"] = False
+            algorithm["prototype_data_path"] = str(Path(folder) / "demos.npz")
+            algorithm["prototypes_in_replay"] = False
         config = validate_config({
-            "algorithm": algorithm, "agent": agent,
+            "algorithm": algorithm,
             "environment": {"name": ENV_ID, "normalize_obs": False, "normalize_goal": False},
             "training": {"total_timesteps": steps, "learning_starts": WARMUP,
                          "eval_freq": 10 * steps, "checkpoint_freq": 10 * steps,

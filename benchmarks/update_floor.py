@@ -100,8 +100,7 @@ def matmul_gflops(seconds: float, size: int = 1024) -> float:
 def build_filled_run(hidden: list[int], batch: int, threads: int, fill_steps: int):
     """Our off-policy run (SAC + HER on FetchReach) with ``fill_steps`` policy steps stored."""
     config = validate_config({
-        "algorithm": {"name": "sac", "batch_size": batch},
-        "agent": {"hidden_sizes": hidden},
+        "algorithm": {"name": "sac", "batch_size": batch, "hidden_sizes": hidden},
         "environment": {"name": ENV_ID}, "training": {"torch_threads": threads}})
     run = build_run(config, Path(tempfile.mkdtemp()))
     collector = Collector(run.envs, run.rng)

@@ -17,18 +17,10 @@ import torch
 
 from agentic_rl.data.storage import Storage, StorageSpec
 
-# Config keys outside the ``algorithm`` section that some learners do not read. Each
+# Config keys outside the ``algorithm`` section that some learners do not read (keys inside
+# it belong to one algorithm's model, which forbids the others). Each
 # algorithm config lists its own in a ``unread_keys`` ClassVar; ``config.validate_config``
 # rejects such a key set away from its default, naming the algorithms that do read it.
-SAC_AGENT_KEYS = ("agent.alpha_lr", "agent.init_alpha", "agent.target_entropy",
-                  "agent.fused_update")
-NETWORK_AGENT_KEYS = ("agent.hidden_sizes", "agent.activation", "agent.actor_lr",
-                      "agent.critic_lr")
-PROTOTYPE_BUFFER_KEYS = ("agent.self_prototypes", "agent.self_prototype_capacity",
-                         "agent.prototype_sampling", "agent.prototype_capacity")
-DEMO_KEYS = ("agent.prototype_data_path", "agent.prototype_episodes",
-             "agent.prototypes_in_replay", "agent.skills", "agent.skill_selection")
-ALL_AGENT_KEYS = SAC_AGENT_KEYS + NETWORK_AGENT_KEYS + PROTOTYPE_BUFFER_KEYS + DEMO_KEYS
 OWN_DRIVER_TRAINING_KEYS = ("training.learning_starts", "training.stop_success_rate",
                             "training.buffer_size", "training.device", "training.overlap_env",
                             "training.log_freq")

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentic_rl.algos.base import ALL_AGENT_KEYS, ENV_NORMALISER_KEYS, ON_POLICY_TRAINING_KEYS
+from agentic_rl.algos.base import ENV_NORMALISER_KEYS, ON_POLICY_TRAINING_KEYS
 from agentic_rl.algos.ppo import PPOUpdateConfig
 from agentic_rl.algos.schedule import Schedule
 
@@ -39,8 +39,7 @@ class HGPOConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: Literal["hgpo"] = "hgpo"
-    unread_keys: ClassVar[tuple[str, ...]] = (ALL_AGENT_KEYS + ON_POLICY_TRAINING_KEYS
-                                              + ENV_NORMALISER_KEYS)
+    unread_keys: ClassVar[tuple[str, ...]] = ON_POLICY_TRAINING_KEYS + ENV_NORMALISER_KEYS
     period: int = Field(8, ge=1, description="C: steps per Manager goal")
     rollout_steps: int = Field(128, ge=1)
     activation: Literal["tanh", "relu"] = "tanh"

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentic_rl.algos.base import ALL_AGENT_KEYS, ActMode, check_mode
+from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.hgpo import level_metrics
 from agentic_rl.algos.spaces import resolve_device, spaces_of
 from agentic_rl.algos.sac import SAC
@@ -44,7 +44,8 @@ class SACLevelConfig(SACNetworkConfig):
     update_every: int = Field(1, ge=1, description="one gradient step per this many env steps")
 
     def sac_config(self) -> SACConfig:
-        return SACConfig(batch_size=self.batch_size, gamma=self.gamma, tau=self.tau,
+        return SACConfig(**self.model_dump(include=set(SACNetworkConfig.model_fields)),
+                         batch_size=self.batch_size, gamma=self.gamma, tau=self.tau,
                          num_q=self.num_q, her=self.her)
 
 
@@ -53,7 +54,7 @@ class HGPOSACConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: Literal["hgpo_sac"] = "hgpo_sac"
-    unread_keys: ClassVar[tuple[str, ...]] = ALL_AGENT_KEYS + (
+    unread_keys: ClassVar[tuple[str, ...]] = (
         "environment.normalize_obs", "environment.normalize_goal")
     period: int = Field(10, ge=1, description="C: env steps per Manager subgoal")
     goal_scale: float = Field(1.0, gt=0, description="subgoals lie in [-goal_scale, goal_scale]")
@@ -108,7 +109,7 @@ class HGPOSAC:
             obs_dim = sum(spaces["obs"][k] for k in level_cfg.obs_keys)
             level_spaces = {"obs_dim": obs_dim, "goal_dim": goal_dim, "act_dim": act,
                             "action_low": low, "action_high": high}
-            return SAC(level_cfg.sac_config(), level_cfg, level_spaces, device, clip_obs)
+            return SAC(level_cfg.sac_config(), level_spaces, device, clip_obs)
 
         bound = np.full(goal_dim, cfg.goal_scale, dtype=np.float32)
         self.manager = level(cfg.manager, goal_dim, -bound, bound)

@@ -7,21 +7,21 @@ log-likelihood; an optional Q-filter keeps only prototypes the critic rates abov
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import torch
 from pydantic import Field, field_validator
 
 from agentic_rl.algos import losses
 from agentic_rl.algos.sac import SAC, Batch, SACConfig
+from agentic_rl.algos.sac_config import PrototypeBufferConfig
 from agentic_rl.algos.schedule import Scheduled, non_negative, value_at
 
 
-class OPDConfig(SACConfig):
-    """SAC's hyper-parameters plus the distillation term's."""
+class OPDConfig(SACConfig, PrototypeBufferConfig):
+    """SAC's hyper-parameters plus the prototype buffers and the distillation term's."""
 
     name: Literal["opd"] = "opd"  # type: ignore[assignment]
-    unread_keys: ClassVar[tuple[str, ...]] = ()
     opd_alpha: Scheduled = Field(0.2, description="distillation weight (per update)")
     distill_loss: Literal["mse", "nll"] = "mse"
     q_filter: bool = False

@@ -18,7 +18,7 @@ from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
-from agentic_rl.algos.base import (ALL_AGENT_KEYS, ENV_NORMALISER_KEYS,
+from agentic_rl.algos.base import (ENV_NORMALISER_KEYS,
                                    ON_POLICY_TRAINING_KEYS, ActMode, check_mode,
                                    check_own_action)
 from agentic_rl.algos.spaces import resolve_device
@@ -53,8 +53,7 @@ class PPOConfig(PPOUpdateConfig):
     """PPO hyper-parameters (the ``algorithm`` section of a config with ``name: ppo``)."""
 
     name: Literal["ppo"] = "ppo"
-    unread_keys: ClassVar[tuple[str, ...]] = (ALL_AGENT_KEYS + ON_POLICY_TRAINING_KEYS
-                                              + ENV_NORMALISER_KEYS)
+    unread_keys: ClassVar[tuple[str, ...]] = ON_POLICY_TRAINING_KEYS + ENV_NORMALISER_KEYS
     rollout_steps: int = Field(128, ge=1, description="steps per env between updates")
     activation: Literal["tanh", "relu"] = "tanh"
     continuous_head: Literal["tanh", "gaussian"] = "tanh"

@@ -20,7 +20,7 @@ import torch
 from agentic_rl.algos import losses, sac_fused, sac_grads
 from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.optim import FusedAdam, merge_optimizer_states
-from agentic_rl.algos.sac_config import SACConfig
+from agentic_rl.algos.sac_config import PrototypeBufferConfig, SACConfig
 from agentic_rl.algos.spaces import ActionBox, flat_learner_from_config
 from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage, build_replay_storage
 from agentic_rl.data.storage import StorageSpec
@@ -37,9 +37,9 @@ class SAC:
     ``desired_goal [B, g]`` (the goal the transition is evaluated against).
     """
 
-    def __init__(self, config: SACConfig, agent: Any, spaces: dict[str, Any], device: str = "cpu",
+    def __init__(self, config: SACConfig, spaces: dict[str, Any], device: str = "cpu",
                  clip_obs: float = 5.0, normalize: tuple[bool, bool] = (True, True)) -> None:
-        self.config, self.agent, self.device = config, agent, torch.device(device)
+        self.config, self.device = config, torch.device(device)
         obs_dim, goal_dim, act_dim = spaces["obs_dim"], spaces["goal_dim"], spaces["act_dim"]
         self.action_box = ActionBox(spaces["action_low"], spaces["action_high"])
         self.action_low, self.action_high = self.action_box.low, self.action_box.high
@@ -47,23 +47,23 @@ class SAC:
         self.goal_normalizer = RunningNormalizer(max(goal_dim, 1), clip_obs, enabled=normalize[1])
         self.goal_conditioned = goal_dim > 0
         in_dim = obs_dim + goal_dim
-        self.actor = TanhGaussianActor(in_dim, act_dim, agent.hidden_sizes, agent.activation)
-        self.critic = EnsembleQ(in_dim, act_dim, agent.hidden_sizes, config.num_q)
+        self.actor = TanhGaussianActor(in_dim, act_dim, config.hidden_sizes, config.activation)
+        self.critic = EnsembleQ(in_dim, act_dim, config.hidden_sizes, config.num_q)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         for module in self.modules().values():
             module.to(self.device)
-        self.log_alpha = torch.tensor(float(agent.init_alpha), device=self.device).log()
+        self.log_alpha = torch.tensor(float(config.init_alpha), device=self.device).log()
         self.log_alpha.requires_grad_(True)
-        self.target_entropy = (-float(act_dim) if agent.target_entropy == "auto"
-                               else float(agent.target_entropy))
+        self.target_entropy = (-float(act_dim) if config.target_entropy == "auto"
+                               else float(config.target_entropy))
         # The actor loss reads Q through these aliases of the critic's weights, which take no
         # gradient, so critic, actor and temperature losses share one backward pass.
         self.frozen_critic = frozen_alias(self.critic)
         # One fused Adam over three parameter groups: one optimiser call per update.
         self.optimizer = FusedAdam(
-            [{"params": self.actor.parameters(), "lr": agent.actor_lr},
-             {"params": self.critic.parameters(), "lr": agent.critic_lr},
-             {"params": [self.log_alpha], "lr": agent.alpha_lr}])
+            [{"params": self.actor.parameters(), "lr": config.actor_lr},
+             {"params": self.critic.parameters(), "lr": config.critic_lr},
+             {"params": [self.log_alpha], "lr": config.alpha_lr}])
         self.online_params = list(self.critic.parameters())
         self.target_params = list(self.target_critic.parameters())
         self.generator = torch.Generator(device=self.device)
@@ -73,7 +73,7 @@ class SAC:
         self.reference_reason = sac_grads.reference_reason(self)
         self.manual_gradients = self.reference_reason is None
         self.announced: set[str] = set()
-        self.fused_update: bool | None = None if agent.fused_update else False  # None: not yet
+        self.fused_update: bool | None = None if config.fused_update else False  # None: not yet
         self.fused_calls: sac_fused.FusedSAC | None = None
 
     @classmethod
@@ -130,12 +130,14 @@ class SAC:
 
     def make_storage(self, spec: StorageSpec) -> ReplayStorage:
         """Replay with HER, plus demos and prototypes where configured (OPD always)."""
-        cfg, agent, distill = self.config, self.agent, self.distill_batch_size()
+        cfg, distill = self.config, self.distill_batch_size()
+        buffers = cfg if isinstance(cfg, PrototypeBufferConfig) else PrototypeBufferConfig()
         return build_replay_storage(spec, ReplaySettings(
             self.obs_normalizer.mean.shape[0], self.goal_normalizer.mean.shape[0]
             if self.goal_conditioned else 0, self.action_low.shape[0], cfg.batch_size,
-            cfg.updates_per_step, cfg.her, distill, distill is not None and agent.self_prototypes,
-            agent.self_prototype_capacity), agent, self.env_to_unit, self.observe)
+            cfg.updates_per_step, cfg.her, distill, distill is not None and buffers.self_prototypes,
+            buffers.self_prototype_capacity, buffers.prototype_capacity,
+            buffers.prototype_sampling), cfg, self.env_to_unit, self.observe)
 
     def observe(self, obs: dict[str, torch.Tensor]) -> None:
         """Update the normaliser statistics with raw observations ``[T, ...]`` (the loop calls

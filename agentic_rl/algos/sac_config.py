@@ -1,14 +1,13 @@
-"""The config sections of SAC: its update (the ``algorithm`` section, ``name: sac``), its
-networks and optimisers (the ``agent`` section extends ``SACNetworkConfig``; each
-``hgpo_sac`` level has its own) and hindsight relabelling."""
+"""The config sections of the flat off-policy learners (SAC, OPD, TD3): each algorithm's
+section owns its networks and optimisers (``NetworkConfig``), its demonstrations
+(``DemoConfig``) and, for OPD, its prototype buffers (``PrototypeBufferConfig``); each
+``hgpo_sac`` level has its own ``SACNetworkConfig``."""
 
 from __future__ import annotations
 
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from agentic_rl.algos.base import PROTOTYPE_BUFFER_KEYS
 
 
 class HERConfig(BaseModel):
@@ -19,15 +18,19 @@ class HERConfig(BaseModel):
     relabel_ratio: float = Field(0.8, ge=0, le=1)
 
 
-class SACNetworkConfig(BaseModel):
-    """Networks, optimisers and temperature of a SAC learner (the config's ``agent`` section
-    extends it; each HGPO level has its own)."""
+class NetworkConfig(BaseModel):
+    """Actor and critic networks and their learning rates."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     hidden_sizes: list[int] = Field(default_factory=lambda: [256, 256])
     activation: Literal["relu", "tanh"] = "relu"
     actor_lr: float = Field(1e-3, gt=0)
     critic_lr: float = Field(1e-3, gt=0)
+
+
+class SACNetworkConfig(NetworkConfig):
+    """A SAC learner's networks, optimisers and temperature."""
+
     alpha_lr: float = Field(1e-3, gt=0)
     init_alpha: float = Field(0.1, gt=0)
     target_entropy: float | Literal["auto"] = "auto"
@@ -37,12 +40,43 @@ class SACNetworkConfig(BaseModel):
     fused_update: bool = True
 
 
-class SACConfig(BaseModel):
-    """Hyper-parameters of SAC's update."""
+class SkillConfig(BaseModel):
+    """One named skill: its own prototype buffer, filled from its own expert file."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    prototype_data_path: str | None = None
+    expert_kwargs: dict[str, float] = Field(default_factory=dict)
+    task_ids: list[str] = Field(default_factory=list)
+
+
+class DemoConfig(BaseModel):
+    """Demonstrations (recorded by the scripted expert when the file is missing), mixed into
+    the replay and, per skill, kept as prototypes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    prototype_data_path: str | None = Field(None, description="demo .npz file")
+    prototype_episodes: int = Field(20, ge=1)
+    prototypes_in_replay: bool = True
+    skills: list[SkillConfig] = Field(default_factory=list)
+    skill_selection: Literal["task_id", "learned"] = "learned"
+
+
+class PrototypeBufferConfig(BaseModel):
+    """The prototype buffers a distilling learner samples from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    prototype_capacity: int = Field(100_000, ge=1)
+    prototype_sampling: Literal["uniform", "return", "goal"] = "uniform"
+    self_prototypes: bool = True
+    self_prototype_capacity: int = Field(20_000, ge=0)
+
+
+class SACConfig(SACNetworkConfig, DemoConfig):
+    """SAC (the ``algorithm`` section with ``name: sac``): networks, demos and the update."""
+
     name: Literal["sac"] = "sac"
-    unread_keys: ClassVar[tuple[str, ...]] = PROTOTYPE_BUFFER_KEYS
+    unread_keys: ClassVar[tuple[str, ...]] = ()
     batch_size: int = Field(256, ge=1)
     gamma: float = Field(0.95, gt=0, le=1)
     tau: float = Field(0.05, gt=0, le=1)

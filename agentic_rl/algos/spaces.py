@@ -55,9 +55,9 @@ class ActionBox:
 
 
 def flat_learner_from_config(cls: type, config: Any, env: gym.Env) -> Any:
-    """``cls(algorithm, agent, spaces, device, clip_obs, normalize)`` for an experiment config:
+    """``cls(algorithm, spaces, device, clip_obs, normalize)`` for an experiment config:
     how the flat learners (SAC, OPD, TD3) are built."""
     env_cfg = config.environment
-    return cls(config.algorithm, config.agent, spaces_of(env),
+    return cls(config.algorithm, spaces_of(env),
                resolve_device(config.training.device), env_cfg.clip_obs,
                (env_cfg.normalize_obs, env_cfg.normalize_goal))

@@ -11,13 +11,12 @@ import copy
 from typing import Any, ClassVar, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from torch import nn
 
-from agentic_rl.algos.base import (PROTOTYPE_BUFFER_KEYS, SAC_AGENT_KEYS, ActMode,
-                                   check_mode)
+from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.losses import critic_loss
-from agentic_rl.algos.sac_config import HERConfig
+from agentic_rl.algos.sac_config import DemoConfig, HERConfig, NetworkConfig
 from agentic_rl.algos.spaces import ActionBox, flat_learner_from_config
 from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage, build_replay_storage
 from agentic_rl.data.storage import StorageSpec
@@ -26,12 +25,11 @@ from agentic_rl.nets.mlp import mlp
 from agentic_rl.nets.normalizer import RunningNormalizer
 
 
-class TD3Config(BaseModel):
-    """TD3's update (the ``algorithm`` section with ``name: td3``)."""
+class TD3Config(NetworkConfig, DemoConfig):
+    """TD3 (the ``algorithm`` section with ``name: td3``): networks, demos and the update."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     name: Literal["td3"] = "td3"
-    unread_keys: ClassVar[tuple[str, ...]] = SAC_AGENT_KEYS + PROTOTYPE_BUFFER_KEYS
+    unread_keys: ClassVar[tuple[str, ...]] = ()
     batch_size: int = Field(256, ge=1)
     gamma: float = Field(0.95, gt=0, le=1)
     tau: float = Field(0.05, gt=0, le=1)
@@ -60,17 +58,17 @@ def smoothed(action: torch.Tensor, std: float, clip: float,
 class TD3:
     """Deterministic tanh actor and twin critics on normalised ``[obs, goal]`` inputs."""
 
-    def __init__(self, config: TD3Config, agent: Any, spaces: dict[str, Any],
+    def __init__(self, config: TD3Config, spaces: dict[str, Any],
                  device: str = "cpu", clip_obs: float = 5.0,
                  normalize: tuple[bool, bool] = (True, True)) -> None:
-        self.config, self.agent, self.device = config, agent, torch.device(device)
+        self.config, self.device = config, torch.device(device)
         obs_dim, goal_dim, act_dim = spaces["obs_dim"], spaces["goal_dim"], spaces["act_dim"]
         box = ActionBox(spaces["action_low"], spaces["action_high"])
         self.unit_to_env, self.env_to_unit, self.act_dim = box.to_env, box.to_unit, act_dim
         self.obs_normalizer = RunningNormalizer(obs_dim, clip_obs, enabled=normalize[0])
         self.goal_normalizer = RunningNormalizer(max(goal_dim, 1), clip_obs, enabled=normalize[1])
         self.goal_dim = goal_dim
-        hidden, activation = agent.hidden_sizes, agent.activation
+        hidden, activation = config.hidden_sizes, config.activation
         self.actor = nn.Sequential(mlp(obs_dim + goal_dim, hidden, act_dim, activation), nn.Tanh())
         self.critic = EnsembleQ(obs_dim + goal_dim, act_dim, hidden, 2)
         self.target_actor = copy.deepcopy(self.actor).requires_grad_(False)
@@ -79,8 +77,8 @@ class TD3:
             module.to(self.device)
         self.frozen_critic = frozen_alias(self.critic)  # the actor loss reaches only the actor
         self.optimizer = torch.optim.Adam([  # a step skips the group whose grads are None
-            {"params": self.actor.parameters(), "lr": agent.actor_lr},
-            {"params": self.critic.parameters(), "lr": agent.critic_lr}])
+            {"params": self.actor.parameters(), "lr": config.actor_lr},
+            {"params": self.critic.parameters(), "lr": config.critic_lr}])
         self.generator = torch.Generator(device=self.device)
         self.num_updates = 0
 
@@ -121,7 +119,7 @@ class TD3:
         cfg = self.config
         return build_replay_storage(spec, ReplaySettings(
             self.obs_normalizer.mean.shape[0], self.goal_dim, self.act_dim,
-            cfg.batch_size, cfg.updates_per_step, cfg.her), self.agent, self.env_to_unit,
+            cfg.batch_size, cfg.updates_per_step, cfg.her), cfg, self.env_to_unit,
             self.observe)
 
     def observe(self, episode: dict[str, torch.Tensor]) -> None:

@@ -25,8 +25,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from torch import nn
 
-from agentic_rl.algos.base import (ALL_AGENT_KEYS, ENV_INPUT_KEYS, OWN_DRIVER_TRAINING_KEYS,
-                                   VERIFICATION_KEYS)
+from agentic_rl.algos.base import ENV_INPUT_KEYS, OWN_DRIVER_TRAINING_KEYS, VERIFICATION_KEYS
 from agentic_rl.algos.hgpo_losses import ppo_policy_loss, value_loss
 from agentic_rl.algos.schedule import Schedule, Scheduled, non_negative, value_at
 from agentic_rl.algos.text_losses import (
@@ -88,9 +87,10 @@ class TextOPDConfig(BaseModel):
     def _non_negative(cls, value: Any) -> Any:
         return non_negative(value, "opd_alpha")
     unread_keys: ClassVar[tuple[str, ...]] = (
-        tuple(k for k in ALL_AGENT_KEYS if k != "agent.prototype_data_path")
-        + OWN_DRIVER_TRAINING_KEYS + ENV_INPUT_KEYS + VERIFICATION_KEYS + (
+        OWN_DRIVER_TRAINING_KEYS + ENV_INPUT_KEYS + VERIFICATION_KEYS + (
             "training.num_eval_episodes", "training.checkpoint_freq", "environment.num_envs"))
+    prototype_data_path: str | list[str] | None = Field(
+        None, description="ALFWorld demonstration .npz file(s) (`agentic-rl demos`)")
     hidden: int = Field(256, ge=8)
     memory: bool = True
     lr: float = Field(5e-4, gt=0)

@@ -40,6 +40,8 @@ class ReplaySettings:
     prototype_batch_size: int | None = None
     self_prototypes: bool = False
     self_prototype_capacity: int = 0
+    prototype_capacity: int = 100_000
+    prototype_sampling: str = "uniform"
 
 
 def replay_shapes(obs_dim: int, goal_dim: int, act_dim: int) -> dict[str, tuple[int, ...]]:
@@ -64,20 +66,20 @@ def episode_states(steps: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 class ReplayStorage:
-    """See the module docstring. ``agent`` is the config's ``agent`` section (skills and
-    prototype settings)."""
+    """See the module docstring. ``demos`` is the learner's demonstration settings
+    (``algos.sac_config.DemoConfig``: demo file, skills)."""
 
-    def __init__(self, spec: StorageSpec, settings: ReplaySettings, agent: Any) -> None:
-        self.spec, self.settings, self.agent = spec, settings, agent
+    def __init__(self, spec: StorageSpec, settings: ReplaySettings, demos: Any) -> None:
+        self.spec, self.settings, self.demos = spec, settings, demos
         shapes = replay_shapes(settings.obs_dim, settings.goal_dim, settings.act_dim)
         capacity = max(spec.buffer_size // spec.num_envs, spec.horizon + 1)
         self.replay = ReplayBuffer(capacity, spec.num_envs, shapes)
         self.demo_replay: ReplayBuffer | None = None
-        names = [s.name for s in agent.skills] or [DEFAULT_SKILL]
-        self.skills = SkillManager(names, agent.skill_selection,
-                                   {s.name: s.task_ids for s in agent.skills})
-        self.prototypes = {name: PrototypeBuffer(agent.prototype_capacity,
-                                                 agent.prototype_sampling) for name in names}
+        names = [s.name for s in demos.skills] or [DEFAULT_SKILL]
+        self.skills = SkillManager(names, demos.skill_selection,
+                                   {s.name: s.task_ids for s in demos.skills})
+        self.prototypes = {name: PrototypeBuffer(settings.prototype_capacity,
+                                                 settings.prototype_sampling) for name in names}
         self.her = her_kwargs(settings.her, spec.goal_fns)  # ReplayBuffer.sample arguments
         self.task_id = spec.task_id
         self.current_skills = [self.skills.select(self.task_id) for _ in range(spec.num_envs)]
@@ -92,12 +94,12 @@ class ReplayStorage:
     def add_demos(self, episodes: list[tuple[str, dict[str, torch.Tensor], bool, float]]) -> None:
         """``(skill, episode fields [L, ...] with unit actions, success, return)`` per demo:
         successes become expert prototypes of their skill; all go to the demo replay when
-        ``agent.prototypes_in_replay``."""
+        ``prototypes_in_replay``."""
         for skill, episode, success, episode_return in episodes:
             if success:
                 self.prototypes[skill].add_episode(episode, "expert", task_id=skill,
                                                    episode_return=episode_return)
-        if self.agent.prototypes_in_replay and episodes:
+        if self.demos.prototypes_in_replay and episodes:
             total = sum(int(e["reward"].shape[0]) for _, e, _, _ in episodes)
             self.demo_replay = ReplayBuffer(total, 1, replay_shapes(
                 self.settings.obs_dim, self.settings.goal_dim, self.settings.act_dim))
@@ -188,38 +190,38 @@ class ReplayStorage:
             self.replay.drop_unfinished()
 
 
-def build_replay_storage(spec: StorageSpec, settings: ReplaySettings, agent: Any,
+def build_replay_storage(spec: StorageSpec, settings: ReplaySettings, demos: Any,
                          to_unit: Callable[[torch.Tensor], torch.Tensor],
                          observe: Callable[[dict[str, torch.Tensor]], None]) -> ReplayStorage:
-    """A ``ReplayStorage``; with demos (``agent.prototype_data_path``, always where the learner
+    """A ``ReplayStorage``; with demos (``prototype_data_path``, always where the learner
     distils) also a demo replay and expert prototypes, whose states go to ``observe``."""
-    storage = ReplayStorage(spec, settings, agent)
-    if settings.prototype_batch_size is not None or agent.prototype_data_path:
-        demos = demo_episodes(spec, agent, to_unit)
-        storage.add_demos(demos)
-        observe({key: torch.cat([e[field] for _, e, _, _ in demos]) for key, field in (
+    storage = ReplayStorage(spec, settings, demos)
+    if settings.prototype_batch_size is not None or demos.prototype_data_path:
+        episodes = demo_episodes(spec, demos, to_unit)
+        storage.add_demos(episodes)
+        observe({key: torch.cat([e[field] for _, e, _, _ in episodes]) for key, field in (
             ("observation", "obs"), ("desired_goal", "desired_goal"),
             ("achieved_goal", "achieved_goal"))})
     return storage
 
 
-def demo_episodes(spec: StorageSpec, agent: Any,
+def demo_episodes(spec: StorageSpec, demos: Any,
                   to_unit: Callable[[torch.Tensor], torch.Tensor]) -> list[tuple]:
     """Each skill's demonstration episodes as ``ReplayStorage.add_demos`` takes them,
     recording the file with the scripted expert first when it does not exist yet."""
     episodes = []
-    for skill in agent.skills or [None]:
+    for skill in demos.skills or [None]:
         name = skill.name if skill is not None else DEFAULT_SKILL
-        path = skill.prototype_data_path if skill is not None else agent.prototype_data_path
+        path = skill.prototype_data_path if skill is not None else demos.prototype_data_path
         if path is None:
-            raise ValueError(f"OPD needs prototypes: set agent.prototype_data_path (or "
+            raise ValueError(f"OPD needs prototypes: set algorithm.prototype_data_path (or "
                              f"prototype_data_path of skill {name!r}) to a demo .npz file")
         if isinstance(path, list):
-            raise ValueError("agent.prototype_data_path takes one .npz file for SAC/OPD (lists "
+            raise ValueError("algorithm.prototype_data_path takes one .npz file for SAC/OPD (lists "
                              "of files are for text agents)")
         path = Path(path)
         if not path.exists() and has_expert(spec.env_name):
-            arrays = record_demos(spec.env_name, agent.prototype_episodes,
+            arrays = record_demos(spec.env_name, demos.prototype_episodes,
                                   seed=spec.seed + 10_000_000, env_kwargs=spec.env_kwargs,
                                   expert_kwargs=skill.expert_kwargs if skill else None,
                                   goal_region=spec.goal_region)

@@ -28,7 +28,7 @@ def expert_for(env_id: str, **kwargs: float) -> Expert:
     if family not in makers:
         raise NoExpertError(f"no scripted expert for {env_id!r}; experts exist for "
                        f"{sorted(makers)}. Record demonstrations another way and set "
-                       "agent.prototype_data_path to the .npz file")
+                       "algorithm.prototype_data_path to the .npz file")
     return makers[family](**kwargs)
 
 

@@ -33,7 +33,7 @@ def prepare_run_dir(config: ExperimentConfig, run_dir: Path, resume: bool,
                           "be combined with --resume (which continues this run's own)")
     if resume and (run_dir / "config.yaml").exists():
         saved = validate_config(yaml.safe_load((run_dir / "config.yaml").read_text()))
-        for section in ("algorithm", "agent", "environment"):
+        for section in ("algorithm", "environment"):
             if getattr(saved, section) != getattr(config, section):
                 raise ConfigError(f"--resume: the {section} section differs from the one in "
                                   f"{run_dir / 'config.yaml'}; resume with the same config "
@@ -76,7 +76,7 @@ def transfer_from(run: Run, source_dir: str | Path) -> None:
             except RuntimeError as error:
                 raise CheckpointError(f"--init-from {source_dir}: its {name} does not fit this "
                                       f"config ({str(error).splitlines()[0]}); the observation, "
-                                      "goal and action sizes and agent.hidden_sizes must match")
+                                      "goal and action sizes and algorithm.hidden_sizes must match")
     for name, buffer in prototypes.items():
         arrays = prefixed(buffers, f"storage/prototypes.{name}") or prefixed(
             buffers, "storage/prototypes.default")

@@ -3,7 +3,7 @@
 Data flow (DESIGN.md): envs -> :class:`~agentic_rl.collect.text_collector.TextCollector` ->
 episodes (+ prototype episodes) -> ``TextOPD.update`` -> logger / checkpoints.
 
-1. Prototypes: expert demonstrations (``agent.prototype_data_path``) and, later, the agent's own
+1. Prototypes: expert demonstrations (``algorithm.prototype_data_path``) and, later, the agent's own
    successful episodes (up to ``self_prototype_capacity``).
 2. ``bc_steps`` imitation steps (cross-entropy only), then ``dagger_rounds`` DAgger rounds: the
    policy plays train games, the expert labels the states it reached, imitation goes on.
@@ -166,10 +166,10 @@ def train_text_run(config: ExperimentConfig, run_dir: Path, resume: bool = False
     torch.set_num_threads(training.torch_threads)
     start_time = time.time()
     learner, table = build_text_learner(config)
-    if not config.agent.prototype_data_path:
-        raise ConfigError("text_opd needs agent.prototype_data_path: an ALFWorld demonstration "
+    if not algo.prototype_data_path:
+        raise ConfigError("text_opd needs algorithm.prototype_data_path: an ALFWorld demonstration "
                           "file from `agentic-rl demos --env agentic_rl/ALFWorld-v0`")
-    paths = config.agent.prototype_data_path
+    paths = algo.prototype_data_path
     demos = [e for path in ([paths] if isinstance(paths, str) else paths)
              for e in episodes_from_demos(path, table, algo.max_commands) if e.success]
     if algo.manager is not None:  # the expert reaches its planner subgoal on every step

@@ -130,10 +130,13 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
     folder = latest_checkpoint(run_dir)
     tensors, state, _ = load_checkpoint(folder, with_buffers=False)
     config = state.get("config", {})
-    agent, env = config.get("agent", {}), config.get("environment", {})
+    env = config.get("environment", {})
+    # the networks' settings: in the algorithm section (older run folders: the agent section)
+    activation = {**config.get("agent", {}), **config.get("algorithm", {})}.get("activation",
+                                                                                 "relu")
     try:
         policy = policy_from_tensors(
-            tensors, activation=agent.get("activation", "relu"), clip=env.get("clip_obs", 5.0),
+            tensors, activation=activation, clip=env.get("clip_obs", 5.0),
             normalize=(env.get("normalize_obs", True), env.get("normalize_goal", True)),
             action_low=action_low, action_high=action_high)
     except ValueError as error:

@@ -12,8 +12,8 @@ pytestmark = pytest.mark.slow
 
 def point_config(tmp_path, algorithm: dict, steps: int, **agent):
     return validate_config({
-        "algorithm": {"batch_size": 128, "gamma": 0.9, **algorithm},
-        "agent": {"hidden_sizes": [64, 64], **agent},
+        "algorithm": {"batch_size": 128, "gamma": 0.9, "hidden_sizes": [64, 64], **algorithm,
+                      **agent},
         "environment": {"name": "agentic_rl/PointReach-v0"},
         "training": {"total_timesteps": steps, "learning_starts": 0 if agent else 100,
                      "eval_freq": steps, "num_eval_episodes": 30, "checkpoint_freq": steps,

@@ -28,8 +28,7 @@ def test_text_opd_imitation_solves_held_out_games(tmp_path):
                   "agentic_rl/ALFWorld-v0")
     config = {
         "algorithm": {"name": "text_opd", "hidden": 64, "bc_steps": 800, "rl": "none",
-                      "holdout_games": 8},
-        "agent": {"prototype_data_path": str(demos)},
+                      "holdout_games": 8, "prototype_data_path": str(demos)},
         "environment": {"name": "agentic_rl/ALFWorld-v0",
                         "kwargs": {"data_path": str(games), "max_steps": 30}},
         "training": {"total_timesteps": 1, "eval_freq": 1, "seed": 0}}

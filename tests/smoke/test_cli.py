@@ -18,7 +18,7 @@ POINT = str(REPO / "configs" / "opd_point.yaml")
 def point_args(tmp_path, *extra):
     demo = tmp_path / "demos" / "point.npz"
     return [POINT, "--log-dir", str(tmp_path / "runs"), "--no-progress",
-            f"agent.prototype_data_path={demo}", *extra]
+            f"algorithm.prototype_data_path={demo}", *extra]
 
 
 def test_smoke_train_eval_plot(tmp_path, capsys):
@@ -94,10 +94,10 @@ def test_resume_after_crash_gives_the_same_weights(tmp_path, monkeypatch):
 
 def test_bad_inputs_are_one_line_errors(tmp_path, capsys):
     cases = [
-        ([POINT, "agent.hiden_sizes=[8]"], "agent.hidden_sizes"),
+        ([POINT, "algorithm.hiden_sizes=[8]"], "algorithm.hidden_sizes"),
         ([POINT, "training.seed=abc"], "training.seed"),
         ([POINT, "environment.name=FetchRech-v4"], "did you mean FetchReach-v4"),
-        ([POINT, "environment.name=FetchSlide-v4", "agent.prototype_data_path=/nope/x.npz"],
+        ([POINT, "environment.name=FetchSlide-v4", "algorithm.prototype_data_path=/nope/x.npz"],
          "/nope/x.npz does not exist"),
     ]
     for args, expected in cases:

@@ -8,9 +8,9 @@ import pytest
 from agentic_rl.cli import main
 from tests.conftest import REPO
 
-UNREAD = {"sac_her_fetch_reach": "agent.self_prototypes=false",
-          "td3_her_fetch_reach": "agent.init_alpha=0.5",
-          "hgpo_pointmaze": "agent.hidden_sizes=[32]",
+UNREAD = {"sac_her_fetch_reach": "algorithm.self_prototypes=false",
+          "td3_her_fetch_reach": "algorithm.init_alpha=0.5",
+          "hgpo_pointmaze": "algorithm.hidden_sizes=[32]",
           "ppo_fourrooms": "training.learning_starts=7",
           "hgpo_fourrooms": "environment.clip_obs=3.0",
           "alfworld_text_opd": "verification.shield_eval=true"}

@@ -31,11 +31,11 @@ LAVA_ROOM = {"name": "agentic_rl/GridWorld-v0", "kwargs": {"size": 6, "max_episo
 
 
 def family_config(tmp_path, family: str, steps: int = 200, **sections):
-    agent = {} if family in ("hgpo_sac", *ON_POLICY) else {"hidden_sizes": [16, 16]}
+    nets = {} if family in ("hgpo_sac", *ON_POLICY) else {"hidden_sizes": [16, 16]}
     if family == "opd":
-        agent["prototype_data_path"] = str(tmp_path / "demos.npz")
-        agent["prototype_episodes"] = 5
-    raw = {"algorithm": FAMILIES[family], "agent": agent,
+        nets["prototype_data_path"] = str(tmp_path / "demos.npz")
+        nets["prototype_episodes"] = 5
+    raw = {"algorithm": {**FAMILIES[family], **nets},
            "environment": GRID if family in ON_POLICY else {"name": "agentic_rl/PointReach-v0"},
            "training": {"total_timesteps": steps, "learning_starts": 40, "eval_freq": 100,
                         "num_eval_episodes": 3, "checkpoint_freq": 100, "log_freq": 100}}

@@ -14,9 +14,9 @@ from agentic_rl.train.run import train
 def point_config(tmp_path, steps=200, **sections):
     raw = {"algorithm": {"name": "opd", "batch_size": 64, "prototype_batch_size": 64,
                          "opd_alpha": {"schedule": "exponential", "start": 20.0, "end": 0.1,
-                                       "steps": 2000}},
-           "agent": {"hidden_sizes": [32, 32], "prototype_episodes": 5,
-                     "prototype_data_path": str(tmp_path / "demos.npz")},
+                                       "steps": 2000},
+                         "hidden_sizes": [32, 32], "prototype_episodes": 5,
+                         "prototype_data_path": str(tmp_path / "demos.npz")},
            "environment": {"name": "agentic_rl/PointReach-v0"},
            "training": {"total_timesteps": steps, "learning_starts": 0, "eval_freq": 100,
                         "num_eval_episodes": 10, "checkpoint_freq": 100, "log_freq": 100}}
@@ -48,7 +48,7 @@ def test_two_skills_have_their_own_buffers_and_manager_statistics(tmp_path):
               {"name": "slow", "prototype_data_path": str(tmp_path / "slow.npz"),
                "expert_kwargs": {"gain": 0.3}}]
     run_dir = tmp_path / "run"
-    train(point_config(tmp_path, agent={"skills": skills, "prototype_data_path": None}),
+    train(point_config(tmp_path, algorithm={"skills": skills, "prototype_data_path": None}),
           run_dir, show_progress=False)
     metrics = read_metrics(run_dir / "metrics.csv")
     pulls = metrics["skills/fast_episodes"][-1][1] + metrics["skills/slow_episodes"][-1][1]

@@ -13,7 +13,7 @@ def test_a_short_training_run_never_imports_torch_dynamo(tmp_path):
     code = ("import sys; from agentic_rl.cli import main\n"
             f"main(['train', r'{REPO / 'configs' / 'opd_point.yaml'}', '--log-dir', "
             f"r'{tmp_path}', '--no-progress', 'training.total_timesteps=40', "
-            f"'agent.prototype_data_path={tmp_path / 'demo.npz'}', "
+            f"'algorithm.prototype_data_path={tmp_path / 'demo.npz'}', "
             "'training.num_eval_episodes=2'])\n"
             "print('torch._dynamo' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -17,7 +17,7 @@ import yaml
 from agentic_rl.cli import main
 from tests.conftest import REPO
 
-CONFIG = {"algorithm": {"name": "sac", "batch_size": 32}, "agent": {"hidden_sizes": [16, 16]},
+CONFIG = {"algorithm": {"name": "sac", "batch_size": 32, "hidden_sizes": [16, 16]},
           "environment": {"name": "agentic_rl/PointReach-v0"},
           "training": {"learning_starts": 40, "eval_freq": 40, "log_freq": 40}}
 
@@ -123,7 +123,7 @@ def test_a_checkpoint_of_another_config_is_one_line_in_eval(tmp_path, capsys):
                            "training.num_eval_episodes=2")) == 0
     config_path = tmp_path / "point_sac_seed0" / "config.yaml"
     saved = yaml.safe_load(config_path.read_text())
-    saved["agent"]["hidden_sizes"] = [32, 32]
+    saved["algorithm"]["hidden_sizes"] = [32, 32]
     config_path.write_text(yaml.safe_dump(saved))
     capsys.readouterr()
     assert main(["eval", str(tmp_path / "point_sac_seed0"), "--episodes", "2"]) == 2

@@ -10,9 +10,9 @@ CONFIG = str(REPO / "configs" / "opd_fetch_reach_safe.yaml")
 
 def test_monitor_counts_every_step_and_the_shield_keeps_evaluation_safe(tmp_path, capsys):
     args = ["train", CONFIG, "--log-dir", str(tmp_path), "--no-progress",
-            f"agent.prototype_data_path={tmp_path / 'demos.npz'}", "agent.prototype_episodes=3",
+            f"algorithm.prototype_data_path={tmp_path / 'demos.npz'}", "algorithm.prototype_episodes=3",
             "training.total_timesteps=100", "training.eval_freq=100",
-            "training.num_eval_episodes=3", "training.log_freq=50", "agent.hidden_sizes=[32,32]"]
+            "training.num_eval_episodes=3", "training.log_freq=50", "algorithm.hidden_sizes=[32,32]"]
     assert main(args) == 0
     run_dir = tmp_path / "opd_fetch_reach_safe_seed0"
     safety = json.loads((run_dir / "summary.json").read_text())["safety"]

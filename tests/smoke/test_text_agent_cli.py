@@ -35,8 +35,8 @@ def _config(tmp_path: Path, games: Path, demos: Path | list[str], **algorithm) -
     config = {
         "algorithm": {"name": "text_opd", "hidden": 32, "bc_steps": 20, "rl": "group",
                       "advantage": "hog", "games_per_iteration": 2, "group_size": 2,
-                      "holdout_games": 2, "distill_batch_episodes": 4, **algorithm},
-        "agent": {"prototype_data_path": demos if isinstance(demos, list) else str(demos)},
+                      "holdout_games": 2, "distill_batch_episodes": 4, **algorithm,
+                      "prototype_data_path": demos if isinstance(demos, list) else str(demos)},
         "environment": {"name": "agentic_rl/ALFWorld-v0",
                         "kwargs": {"data_path": str(games), "max_steps": 12}},
         "training": {"total_timesteps": 40, "eval_freq": 20, "seed": 0},

@@ -71,23 +71,38 @@ def test_every_shipped_config_validates_and_names_a_known_env():
 
 @pytest.mark.parametrize("name, dotted, value", [
     ("ppo", "training.learning_starts", 7),
-    ("hgpo", "agent.hidden_sizes", [32]),
+    ("hgpo", "algorithm.hidden_sizes", [32]),
     ("hgpo", "training.buffer_size", 1000),
-    ("hgpo_sac", "agent.hidden_sizes", [32]),
+    ("hgpo_sac", "algorithm.hidden_sizes", [32]),
     ("text_opd", "verification.shield_eval", True),
     ("text_opd", "training.device", "auto"),
-    ("td3", "agent.init_alpha", 0.5),
-    ("sac", "agent.self_prototypes", False),
+    ("td3", "algorithm.init_alpha", 0.5),
+    ("sac", "algorithm.self_prototypes", False),
 ])
 def test_a_key_the_algorithm_does_not_read_is_an_error_naming_its_readers(name, dotted, value):
     section, key = dotted.split(".")
-    raw = {"algorithm": {"name": name}, section: {key: value}}
+    raw = {"algorithm": {"name": name}}
+    raw.setdefault(section, {})[key] = value
     with pytest.raises(ConfigError) as caught:
         validate_config(raw)
     message = str(caught.value)
     assert f"'{dotted}' is not read by {name}" in message and "\n" not in message
-    readers = message.split("read by ")[-1]
-    assert name not in readers.split(", ")
+    readers = message.split("read by ")[-1].rstrip(")")
+    assert readers and name not in readers.split(", ")
+
+
+def test_an_agent_section_of_older_configs_is_merged_into_algorithm():
+    config = validate_config({"algorithm": {"name": "opd", "opd_alpha": 0.5},
+                              "agent": {"hidden_sizes": [32], "self_prototypes": False}})
+    assert config.algorithm.hidden_sizes == [32] and not config.algorithm.self_prototypes
+    assert "agent" not in config.model_dump()
+    with pytest.raises(ConfigError, match="agent.hidden_sizes and algorithm.hidden_sizes both"):
+        validate_config({"algorithm": {"name": "sac", "hidden_sizes": [8]},
+                         "agent": {"hidden_sizes": [32]}})
+    # a resolved older run folder: every agent key written at its default
+    old = {"algorithm": {"name": "hgpo"}, "agent": {"hidden_sizes": [256, 256],
+                                                    "self_prototype_capacity": 20_000}}
+    assert validate_config(old).algorithm.name == "hgpo"
 
 
 def test_unread_keys_at_their_defaults_pass_so_resolved_configs_reload():

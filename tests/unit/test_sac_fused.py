@@ -10,7 +10,6 @@ import torch
 
 from agentic_rl.algos import sac_fused
 from agentic_rl.algos.sac import SAC, SACConfig
-from agentic_rl.config import AgentConfig
 from tests.unit.test_sac_grads import SPACES, _batch, _learner, _params
 
 
@@ -99,8 +98,8 @@ def test_fused_update_without_goals_or_normalisers_matches_python(variant):
     learners = []
     for fused in (True, False):
         torch.manual_seed(0)
-        agent = AgentConfig(hidden_sizes=[16, 16], fused_update=fused)
-        learner = SAC(SACConfig(batch_size=16), agent, spaces, normalize=normalize)
+        config = SACConfig(batch_size=16, hidden_sizes=[16, 16], fused_update=fused)
+        learner = SAC(config, spaces, normalize=normalize)
         learner.observe({"observation": torch.randn(40, 6) * 3, "desired_goal": torch.randn(40, 3),
                          "achieved_goal": torch.randn(40, 3)})
         learners.append(learner)

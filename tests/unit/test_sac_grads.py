@@ -9,7 +9,7 @@ import torch
 
 from agentic_rl.algos.opd import OPD, OPDConfig
 from agentic_rl.algos.sac import SAC, SACConfig
-from agentic_rl.config import AgentConfig, load_config
+from agentic_rl.config import load_config
 from tests.conftest import REPO
 
 SPACES = {"obs_dim": 6, "goal_dim": 3, "act_dim": 4,
@@ -18,10 +18,10 @@ SPACES = {"obs_dim": 6, "goal_dim": 3, "act_dim": 4,
 
 def _learner(kind: str, seed: int = 0, fused: bool = False, hidden=(32, 24), **config):
     torch.manual_seed(seed)
-    agent = AgentConfig(hidden_sizes=list(hidden), init_alpha=0.3, fused_update=fused)
+    nets = {"hidden_sizes": list(hidden), "init_alpha": 0.3, "fused_update": fused}
     if kind == "opd":
-        return OPD(OPDConfig(batch_size=16, **config), agent, SPACES)
-    return SAC(SACConfig(batch_size=16, num_q=config.pop("num_q", 2), **config), agent, SPACES)
+        return OPD(OPDConfig(batch_size=16, **nets, **config), SPACES)
+    return SAC(SACConfig(batch_size=16, num_q=config.pop("num_q", 2), **nets, **config), SPACES)
 
 
 def _batch(rows: int = 16, prototypes: int = 0, seed: int = 1) -> dict:
@@ -93,7 +93,7 @@ def test_unsupported_configurations_use_autograd():
     q_filtered = _learner("opd", q_filter=True)
     assert not q_filtered.manual_gradients_for(_batch(prototypes=8))
     torch.manual_seed(0)
-    tanh_actor = SAC(SACConfig(), AgentConfig(hidden_sizes=[8], activation="tanh"), SPACES)
+    tanh_actor = SAC(SACConfig(hidden_sizes=[8], activation="tanh"), SPACES)
     assert not tanh_actor.manual_gradients
     tanh_actor.update(_batch())  # autograd path still trains
 
@@ -133,8 +133,8 @@ class CountingSAC(SAC):
 @pytest.mark.parametrize("fused", [False, True], ids=["python", "fused"])
 def test_an_overridden_loss_hook_runs_the_reference_update_and_says_so_once(fused):
     CountingSAC.calls = 0
-    agent = AgentConfig(hidden_sizes=[16, 16], fused_update=fused)
-    learner = CountingSAC(SACConfig(batch_size=16), agent, SPACES)
+    learner = CountingSAC(SACConfig(batch_size=16, hidden_sizes=[16, 16], fused_update=fused),
+                          SPACES)
     assert not learner.manual_gradients and "CountingSAC overrides actor_loss" in \
         learner.reference_reason
     with pytest.warns(UserWarning, match="autograd .reference. update") as caught:
@@ -150,7 +150,7 @@ def test_opd_declares_its_gradient_so_it_keeps_the_fast_path():
 
 def test_layer_norm_or_tanh_networks_announce_the_reference_update():
     torch.manual_seed(0)
-    tanh = SAC(SACConfig(batch_size=16), AgentConfig(hidden_sizes=[8], activation="tanh"), SPACES)
+    tanh = SAC(SACConfig(batch_size=16, hidden_sizes=[8], activation="tanh"), SPACES)
     with pytest.warns(UserWarning, match="ReLU MLPs only"):
         tanh.update(_batch())
 
@@ -160,7 +160,7 @@ def _shipped_build(path, fused: bool):
     config = load_config(path)
     cls = OPD if config.algorithm.name == "opd" else SAC
     torch.manual_seed(0)
-    return cls(config.algorithm, config.agent.model_copy(update={"fused_update": fused}),
+    return cls(config.algorithm.model_copy(update={"fused_update": fused}),
                {**SPACES, "obs_dim": 6})
 
 

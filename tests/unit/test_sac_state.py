@@ -10,7 +10,6 @@ import torch
 
 from agentic_rl.algos.optim import merge_optimizer_states
 from agentic_rl.algos.sac import SAC, SACConfig
-from agentic_rl.config import AgentConfig
 from agentic_rl.nets.critics import EnsembleQ, frozen_alias
 from agentic_rl.data.checkpoint import flatten_state, unflatten_state
 
@@ -20,8 +19,8 @@ SPACES = {"obs_dim": 5, "goal_dim": 2, "act_dim": 3,
 
 def _sac(seed: int = 0) -> SAC:
     torch.manual_seed(seed)
-    agent = AgentConfig(hidden_sizes=[16, 16], actor_lr=1e-3, critic_lr=3e-4, alpha_lr=1e-2)
-    return SAC(SACConfig(batch_size=8), agent, SPACES)
+    return SAC(SACConfig(batch_size=8, hidden_sizes=[16, 16], actor_lr=1e-3, critic_lr=3e-4,
+                         alpha_lr=1e-2), SPACES)
 
 
 def _old_optimizers(sac: SAC) -> dict[str, torch.optim.Optimizer]:

@@ -9,14 +9,13 @@ import torch
 
 from agentic_rl.algos.base import check_algorithm
 from agentic_rl.algos.td3 import TD3, TD3Config, smoothed, td3_target
-from agentic_rl.config import AgentConfig
 
 SPACES = {"obs_dim": 3, "goal_dim": 2, "act_dim": 2, "action_low": -2 * np.ones(2, np.float32),
           "action_high": 2 * np.ones(2, np.float32)}
 
 
 def make_td3(**overrides) -> TD3:
-    return TD3(TD3Config(batch_size=4, **overrides), AgentConfig(hidden_sizes=[8, 8]), SPACES)
+    return TD3(TD3Config(batch_size=4, hidden_sizes=[8, 8], **overrides), SPACES)
 
 
 def batch_of(size: int = 4) -> dict[str, torch.Tensor]:

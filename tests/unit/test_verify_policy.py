@@ -68,12 +68,11 @@ def test_a_td3_actor_is_rebuilt_as_it_acts():
     import numpy as np
 
     from agentic_rl.algos.td3 import TD3, TD3Config
-    from agentic_rl.config import AgentConfig
 
     spaces = {"obs_dim": 10, "goal_dim": 3, "act_dim": 4,
               "action_low": -np.ones(4, np.float32), "action_high": np.ones(4, np.float32)}
     torch.manual_seed(0)
-    td3 = TD3(TD3Config(), AgentConfig(hidden_sizes=[16, 16]), spaces)
+    td3 = TD3(TD3Config(hidden_sizes=[16, 16]), spaces)
     td3.observe({"observation": torch.randn(64, 10) * 0.3 + 1.0,
                  "desired_goal": torch.randn(64, 3) * 0.1 + 0.5,
                  "achieved_goal": torch.randn(64, 3) * 0.1 + 0.5})

@@ -40,7 +40,7 @@ def make_run(tmp_path):
     for name, module in {"actor": actor, "obs_normalizer": obs_norm,
                          "goal_normalizer": goal_norm}.items():
         tensors.update({f"algo.{name}.{k}": v for k, v in module.state_dict().items()})
-    config = {"agent": {"activation": "relu"},
+    config = {"algorithm": {"name": "sac", "activation": "relu"},
               "environment": {"name": "FetchReach-v4", "clip_obs": 5.0,
                               "normalize_obs": True, "normalize_goal": True}}
     save_checkpoint(tmp_path / "run" / "checkpoints", 100, tensors, {"config": config},

@@ -37,7 +37,7 @@ class RunningNormalizer(nn.Module):
         """Merge the batch statistics of ``x [B, dim]`` (Chan et al. parallel variance)."""
         if not self.enabled or x.numel() == 0:
             return
-        x = x.reshape(-1, self.mean.shape[0]).to(torch.float64)
+        x = x.reshape(-1, self.mean.shape[0]).to(self.mean.device, torch.float64)
         batch_count = x.shape[0]
         batch_mean = x.mean(dim=0)
         batch_var = x.var(dim=0, unbiased=False)

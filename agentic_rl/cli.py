@@ -1,4 +1,4 @@
-"""``agentic-rl``: train | eval | demos | verify | plot | alfworld-gen.
+"""``agentic-rl``: train | sweep | eval | demos | verify | plot | alfworld-gen.
 
 User errors (bad config, unknown env, missing demo file, corrupt checkpoint) end with one line
 ``error: ...`` that says what to fix, and exit status 2.
@@ -138,10 +138,45 @@ def cmd_verify(args: argparse.Namespace) -> None:
     print(f"report: {out}")
 
 
+def cmd_sweep(args: argparse.Namespace) -> None:
+    import yaml
+
+    from agentic_rl.config import apply_override, load_config
+
+    try:
+        from agentic_rl.scale.sweep import SweepSpec, parse_params, run_sweep
+    except ModuleNotFoundError as error:
+        raise ConfigError(f"sweeps run on Ray Tune ({error.name} is missing): "
+                          "pip install 'agentic-rl[ray]'") from None
+    from agentic_rl.scale.sweep_report import write_report
+
+    load_config(args.config, args.overrides)  # one-line errors before Ray starts
+    base = yaml.safe_load(Path(args.config).read_text()) or {}
+    for override in args.overrides:
+        apply_override(base, override)
+    params = parse_params(args.param)
+    if args.space:
+        params |= {k: list(v) for k, v in (yaml.safe_load(Path(args.space).read_text())
+                                           or {}).items()}
+    spec = SweepSpec(str(args.config), base, params, args.seeds, args.search, args.num_samples,
+                     args.scheduler, args.max_concurrent)
+    folder = Path(args.log_dir) / f"sweep_{Path(args.config).stem}"
+    print(f"sweep folder: {folder}")
+    failed = run_sweep(spec, folder, args.address, args.resume)
+    table, png = write_report(folder, spec.space_keys)
+    print(table)
+    print(f"table: {folder / 'sweep_summary.md'} (and .csv); curves: {png}")
+    for trial in failed:
+        print(f"failed trial {trial['trial']}: {trial['error']}", file=sys.stderr)
+
+
 def cmd_plot(args: argparse.Namespace) -> None:
+    from agentic_rl.scale.sweep_report import run_folders
     from agentic_rl.train.plot import plot_runs
 
-    print(plot_runs(args.run_dirs, args.out))
+    runs = [run for path in args.run_dirs for run in
+            ([Path(path)] if (Path(path) / "metrics.csv").exists() else run_folders(path))]
+    print(plot_runs(runs or args.run_dirs, args.out))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -164,6 +199,28 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                        help="dotted overrides, e.g. algorithm.opd_alpha=0.1")
     train.set_defaults(func=cmd_train)
+
+    sweep = sub.add_parser("sweep", help="settings x seeds of a config as Ray Tune trials")
+    sweep.add_argument("config", help="YAML file, e.g. configs/opd_fetch_reach.yaml")
+    sweep.add_argument("--param", action="append", default=[], metavar="KEY=[V1,V2,...]",
+                       help="a swept key and its values (repeatable)")
+    sweep.add_argument("--space", help="YAML file mapping swept keys to lists of values")
+    sweep.add_argument("--seeds", type=int, default=1, help="seeds per setting (0..N-1)")
+    sweep.add_argument("--search", default="grid", choices=["grid", "random", "optuna"])
+    sweep.add_argument("--num-samples", type=int, default=4,
+                       help="settings drawn by random and optuna search")
+    sweep.add_argument("--scheduler", choices=["asha"],
+                       help="stop weak trials early on eval success (ASHA)")
+    sweep.add_argument("--max-concurrent", type=int, help="trials at once (default: cores)")
+    sweep.add_argument("--address", help="a running Ray cluster (auto or HOST:PORT); default: "
+                       "a local Ray on this machine")
+    sweep.add_argument("--log-dir", default=RUNS_DIR,
+                       help="parent folder; the sweep goes to LOG_DIR/sweep_<config>")
+    sweep.add_argument("--resume", action="store_true",
+                       help="continue a killed sweep; finished trials are not rerun")
+    sweep.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                       help="dotted overrides of the base config")
+    sweep.set_defaults(func=cmd_sweep)
 
     evaluation = sub.add_parser(
         "eval", help="evaluate a run's latest checkpoint (text agents: its best model)")
@@ -202,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--json", help="report file (default RUN_DIR/verify.json)")
     verify.set_defaults(func=cmd_verify)
 
-    plot = sub.add_parser("plot", help="learning curves of one or more runs")
+    plot = sub.add_parser("plot", help="learning curves of runs (or of every run of a sweep)")
     plot.add_argument("run_dirs", nargs="+")
     plot.add_argument("--out", default="learning_curves.png")
     plot.set_defaults(func=cmd_plot)
@@ -214,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     # argparse cannot take positionals after flags once subcommands exist: collect KEY=VALUE.
     overrides = [item for item in extra if "=" in item and not item.startswith("-")]
-    if args.command != "train" and overrides or len(overrides) != len(extra):
+    if args.command not in ("train", "sweep") and overrides or len(overrides) != len(extra):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if overrides:
         args.overrides = list(args.overrides) + overrides

@@ -76,10 +76,11 @@ def record_demos(env_id: str, episodes: int, seed: int = 0, env_kwargs: dict | N
 
 
 def save_demos(arrays: dict[str, np.ndarray], path: str | Path) -> None:
-    """Write atomically (temporary file, then rename)."""
+    """Write atomically (temporary file, then rename; several processes may record the same
+    file at once, e.g. the trials of a sweep)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp.npz")
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")
     np.savez_compressed(temporary, **arrays)
     os.replace(temporary, path)
 

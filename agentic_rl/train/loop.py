@@ -49,6 +49,8 @@ def run_evaluation(run: Run, logger: Logger) -> float:
             run.curriculum.apply(run.eval_env)
         metrics["curriculum/stage"] = float(run.curriculum.index)
     logger.log(run.step, metrics)
+    if run.on_evaluation is not None:
+        run.on_evaluation(run.step, metrics)
     return result.success_rate
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
@@ -91,15 +92,18 @@ def transfer_from(run: Run, source_dir: str | Path) -> None:
 
 
 def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
-          init_from: str | Path | None = None, show_progress: bool = True) -> dict:
-    """Train, write ``summary.json`` and return it."""
+          init_from: str | Path | None = None, show_progress: bool = True,
+          on_evaluation: Callable[[int, dict[str, float]], None] | None = None) -> dict:
+    """Train, write ``summary.json`` and return it; ``on_evaluation(step, metrics)`` is called
+    after each evaluation (``eval/success_rate`` and the other ``eval/`` metrics)."""
     run_dir = Path(run_dir)
     resume = prepare_run_dir(config, run_dir, resume, init_from)
     if config.algorithm.name in TEXT:
         from agentic_rl.train.text_run import train_text_run
 
-        return train_text_run(config, run_dir, resume, show_progress, init_from)
+        return train_text_run(config, run_dir, resume, show_progress, init_from, on_evaluation)
     run = build_run(config, run_dir)
+    run.on_evaluation = on_evaluation
     if resume:
         folder = latest_checkpoint(run_dir)
         state.restore_run(run, folder)

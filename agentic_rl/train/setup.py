@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -40,6 +40,7 @@ class Run:
     checkpoint_pending_since: int | None = None
     resume_reset_seeds: np.ndarray | None = None
     safety: Safety | None = None
+    on_evaluation: Callable[[int, dict[str, float]], None] | None = None  # e.g. a sweep's report
 
 
 def build_algo(config: ExperimentConfig, env) -> Any:

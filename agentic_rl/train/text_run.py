@@ -157,7 +157,8 @@ def dagger(learner: TextOPD, table: TextTable, prototypes: PrototypeEpisodes,
 
 
 def train_text_run(config: ExperimentConfig, run_dir: Path, resume: bool = False,
-                   show_progress: bool = True, init_from: str | Path | None = None) -> dict:
+                   show_progress: bool = True, init_from: str | Path | None = None,
+                   on_evaluation=None) -> dict:
     """Run the whole training; write ``summary.json`` and return it."""
     algo: TextOPDConfig = config.algorithm  # type: ignore[assignment]
     training = config.training
@@ -201,8 +202,11 @@ def train_text_run(config: ExperimentConfig, run_dir: Path, resume: bool = False
         nonlocal best
         result = evaluate_games(collector, holdout_ids, training.seed + 10_000)
         history.append({"step": step, "iteration": iteration, **result})
-        logger.log(step, {"eval/success_rate": result["success_rate"],
-                          "eval/mean_steps": result["mean_steps"]})
+        metrics = {"eval/success_rate": result["success_rate"],
+                   "eval/mean_steps": result["mean_steps"]}
+        logger.log(step, metrics)
+        if on_evaluation is not None:
+            on_evaluation(step, metrics)
         if result["success_rate"] >= best:
             best = result["success_rate"]
             save_model(run_dir / BEST_DIR, learner, {"step": step, "holdout": result})

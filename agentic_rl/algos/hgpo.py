@@ -19,14 +19,11 @@ from typing import Any
 import torch
 
 from agentic_rl.algos import hgpo_goals, hgpo_losses
-from agentic_rl.algos.base import ActMode, check_mode, check_own_action
+from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.hgpo_config import HGPOConfig
-from agentic_rl.algos.ppo import ActionScaler, flat_obs, ppo_epochs, space_dim
-from agentic_rl.algos.spaces import resolve_device
+from agentic_rl.algos.ppo import ActionScaler, OnPolicyLearner, flat_obs, ppo_epochs, space_dim
 from agentic_rl.data.hierarchical import ManagerSegments, manager_segments, period_ends
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
-from agentic_rl.data.rollout_storage import RolloutStorage
-from agentic_rl.data.storage import StorageSpec
 from agentic_rl.nets.goal_encoder import GoalEncoder, ManagerNet, SuccessPredictor, WorkerNet
 
 
@@ -45,7 +42,7 @@ def level_metrics(metrics: dict[str, float], level: str) -> dict[str, float]:
     return {k.replace("/", f"/{level}_", 1): v for k, v in metrics.items()}
 
 
-class HGPO:
+class HGPO(OnPolicyLearner):
     """Hierarchical goal-conditioned policy optimisation with PPO levels.
 
     Args:
@@ -92,21 +89,6 @@ class HGPO:
             self.predictor_opt = torch.optim.Adam(self.predictor.parameters(), lr=cfg.encoder_lr)
         self.updates = 0
         self.env_steps = 0
-
-    @classmethod
-    def from_config(cls, config: Any, env: Any) -> HGPO:
-        return cls(config.algorithm, env.observation_space, env.action_space,
-                   seed=config.training.seed, device=resolve_device(config.training.device))
-
-    def make_storage(self, spec: StorageSpec) -> RolloutStorage:
-        return RolloutStorage(self.config.rollout_steps)
-
-    def executed(self, extras: dict[str, torch.Tensor], env_action: torch.Tensor
-                 ) -> dict[str, torch.Tensor]:
-        return check_own_action(self.scaler.to_env, extras, env_action)
-
-    def observe(self, episode: Any) -> None:
-        """No statistics: HGPO's inputs are not normalised."""
 
     def phi(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """Goal-space embedding ``[..., G]`` (target encoder when the space is learned)."""

@@ -155,7 +155,30 @@ def ppo_epochs(
     return {key: value / count for key, value in sums.items()}
 
 
-class PPO:
+class OnPolicyLearner:
+    """The loop-facing methods PPO and HGPO share: built from the experiment config, one
+    ``RolloutStorage`` of ``rollout_steps`` per update, learning only from sampled actions."""
+
+    config: Any
+    scaler: ActionScaler
+
+    @classmethod
+    def from_config(cls, config: Any, env: Any) -> Any:
+        return cls(config.algorithm, env.observation_space, env.action_space,
+                   seed=config.training.seed, device=resolve_device(config.training.device))
+
+    def make_storage(self, spec: StorageSpec) -> RolloutStorage:
+        return RolloutStorage(self.config.rollout_steps)
+
+    def executed(self, extras: dict[str, torch.Tensor], env_action: torch.Tensor
+                 ) -> dict[str, torch.Tensor]:
+        return check_own_action(self.scaler.to_env, extras, env_action)
+
+    def observe(self, episode: Any) -> None:
+        """No statistics: the inputs are not normalised."""
+
+
+class PPO(OnPolicyLearner):
     """Proximal policy optimisation for ``Dict`` observations and Discrete / Box actions.
 
     Args:
@@ -190,21 +213,6 @@ class PPO:
             [*self.policy.parameters(), *self.value.parameters()], lr=config.learning_rate, eps=1e-5
         )
         self.generator = torch.Generator(self.device).manual_seed(seed)
-
-    @classmethod
-    def from_config(cls, config: Any, env: Any) -> PPO:
-        return cls(config.algorithm, env.observation_space, env.action_space,
-                   seed=config.training.seed, device=resolve_device(config.training.device))
-
-    def make_storage(self, spec: StorageSpec) -> RolloutStorage:
-        return RolloutStorage(self.config.rollout_steps)
-
-    def executed(self, extras: dict[str, torch.Tensor], env_action: torch.Tensor
-                 ) -> dict[str, torch.Tensor]:
-        return check_own_action(self.scaler.to_env, extras, env_action)
-
-    def observe(self, episode: Any) -> None:
-        """No statistics: PPO's inputs are not normalised."""
 
     def act(
         self, obs: dict[str, torch.Tensor], state: Any, mode: ActMode = "explore"

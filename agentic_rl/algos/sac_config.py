@@ -72,14 +72,20 @@ class PrototypeBufferConfig(BaseModel):
     self_prototype_capacity: int = Field(20_000, ge=0)
 
 
-class SACConfig(SACNetworkConfig, DemoConfig):
-    """SAC (the ``algorithm`` section with ``name: sac``): networks, demos and the update."""
+class OffPolicyUpdateConfig(BaseModel):
+    """Replay batches and target networks of an off-policy update."""
 
-    name: Literal["sac"] = "sac"
-    unread_keys: ClassVar[tuple[str, ...]] = ()
+    model_config = ConfigDict(extra="forbid", frozen=True)
     batch_size: int = Field(256, ge=1)
     gamma: float = Field(0.95, gt=0, le=1)
     tau: float = Field(0.05, gt=0, le=1)
     updates_per_step: int = Field(1, ge=1)
-    num_q: int = Field(2, ge=1)
     her: HERConfig = Field(default_factory=HERConfig)
+
+
+class SACConfig(SACNetworkConfig, DemoConfig, OffPolicyUpdateConfig):
+    """SAC (the ``algorithm`` section with ``name: sac``): networks, demos and the update."""
+
+    name: Literal["sac"] = "sac"
+    unread_keys: ClassVar[tuple[str, ...]] = ()
+    num_q: int = Field(2, ge=1)

@@ -16,7 +16,7 @@ from torch import nn
 
 from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.losses import critic_loss
-from agentic_rl.algos.sac_config import DemoConfig, HERConfig, NetworkConfig
+from agentic_rl.algos.sac_config import DemoConfig, NetworkConfig, OffPolicyUpdateConfig
 from agentic_rl.algos.spaces import ActionBox, flat_learner_from_config
 from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage, build_replay_storage
 from agentic_rl.data.storage import StorageSpec
@@ -25,20 +25,15 @@ from agentic_rl.nets.mlp import mlp
 from agentic_rl.nets.normalizer import RunningNormalizer
 
 
-class TD3Config(NetworkConfig, DemoConfig):
+class TD3Config(NetworkConfig, DemoConfig, OffPolicyUpdateConfig):
     """TD3 (the ``algorithm`` section with ``name: td3``): networks, demos and the update."""
 
     name: Literal["td3"] = "td3"
     unread_keys: ClassVar[tuple[str, ...]] = ()
-    batch_size: int = Field(256, ge=1)
-    gamma: float = Field(0.95, gt=0, le=1)
-    tau: float = Field(0.05, gt=0, le=1)
-    updates_per_step: int = Field(1, ge=1)
     policy_delay: int = Field(2, ge=1, description="critic updates per actor/target update")
     policy_noise: float = Field(0.2, ge=0, description="target smoothing noise (unit actions)")
     noise_clip: float = Field(0.5, ge=0)
     exploration_noise: float = Field(0.2, ge=0, description="Gaussian noise while exploring")
-    her: HERConfig = Field(default_factory=HERConfig)
 
 
 def td3_target(reward: torch.Tensor, terminated: torch.Tensor, next_q: torch.Tensor,

@@ -12,6 +12,7 @@ table (Markdown, CSV) and the curves (PNG).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import json
@@ -27,6 +28,7 @@ import yaml
 from agentic_rl.config import ConfigError, apply_override, validate_config
 
 SWEEP_FILE = "sweep.json"
+LOCAL_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray's single-machine, loopback mode
 METRIC = "success_rate"
 SEARCHES = ("grid", "random", "optuna")
 
@@ -45,6 +47,7 @@ class SweepSpec:
     max_concurrent: int | None = None
     sample_seed: int = 0
     workdir: str = field(default_factory=os.getcwd)  # relative paths in the config start here
+    folder: str = ""  # the sweep folder (absolute); trials write their run folders into it
     space_keys: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -101,7 +104,9 @@ def run_trial(params: dict[str, Any], spec: dict[str, Any]) -> None:
     from agentic_rl.data.checkpoint import has_checkpoint
     from agentic_rl.train.run import train
 
-    trial_dir = Path(tune.get_context().get_trial_dir())
+    # The sweep folder itself, not Tune's per-node staging folder: on a cluster it must be a
+    # folder every machine shares (the trials' checkpoints are what --resume continues from).
+    trial_dir = Path(spec["folder"]) / Path(tune.get_context().get_trial_dir()).name
     if Path(spec["workdir"]).is_dir():  # Tune starts trials in their own folder
         os.chdir(spec["workdir"])
     seeds = [params["seed"]] if "seed" in params else list(range(spec["seeds"]))
@@ -114,13 +119,16 @@ def run_trial(params: dict[str, Any], spec: dict[str, Any]) -> None:
         def report(step: int, metrics: dict[str, float], offset: int = offset) -> None:
             tune.report({METRIC: metrics["eval/success_rate"], "env_steps": offset + step})
 
-        summary = train(config, run_dir, resume=has_checkpoint(run_dir), show_progress=False,
-                        on_evaluation=report)
+        if (run_dir / "summary.json").exists():  # finished before the sweep was killed
+            summary = json.loads((run_dir / "summary.json").read_text())
+        else:
+            summary = train(config, run_dir, resume=has_checkpoint(run_dir),
+                            show_progress=False, on_evaluation=report)
         done_steps += int(summary["env_steps"])
         finals.append(float(summary.get("success_rate") or summary.get("best_holdout_success")
                             or 0.0))
-    if len(seeds) > 1:  # what Optuna optimises: the setting's mean over seeds
-        tune.report({METRIC: float(np.mean(finals)), "env_steps": done_steps})
+    # the final result (for Optuna: the setting's mean over seeds, what it optimises)
+    tune.report({METRIC: float(np.mean(finals)), "env_steps": done_steps})
 
 
 def trial_dirname(trial) -> str:
@@ -179,35 +187,54 @@ def prepare_folder(spec: SweepSpec, folder: Path, resume: bool) -> SweepSpec:
         if not saved.exists():
             raise ConfigError(f"--resume: {folder} holds no sweep ({SWEEP_FILE} is missing)")
         previous = SweepSpec(**{k: v for k, v in json.loads(saved.read_text()).items()
-                                if k not in ("space_keys", "workdir")})
+                                if k not in ("space_keys", "workdir", "folder")})
         if (previous.params, previous.seeds, previous.base) != (spec.params, spec.seeds,
                                                                 spec.base):
             raise ConfigError(f"--resume: {saved} was started with other settings; resume "
                               "with the same config, --param, --seeds and overrides")
+        previous.folder = str(folder.resolve())
         return previous
     if saved.exists():
         raise ConfigError(f"{folder} already holds a sweep; pass --resume to continue it, "
                           "or choose another --log-dir")
     folder.mkdir(parents=True, exist_ok=True)
+    spec.folder = str(folder.resolve())
     saved.write_text(json.dumps(asdict(spec), indent=2))
     return spec
+
+
+@contextlib.contextmanager
+def ray_session(address: str | None):
+    """``ray.init`` for the sweep, ``ray.shutdown`` after. Without ``address``: a local Ray in
+    its local-only mode, so its services listen on 127.0.0.1 alone (Ray otherwise takes the
+    machine's address and listens on every interface)."""
+    import ray
+    from ray._private import ray_constants
+
+    if ray.is_initialized():
+        yield
+        return
+    saved = (os.environ.get(LOCAL_ONLY), ray_constants.ENABLE_RAY_CLUSTER)
+    if address is None:  # read by the processes Ray starts, and by this one
+        os.environ[LOCAL_ONLY], ray_constants.ENABLE_RAY_CLUSTER = "0", False
+    try:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        yield
+    finally:
+        ray.shutdown()
+        if saved[0] is None:
+            os.environ.pop(LOCAL_ONLY, None)
+        else:
+            os.environ[LOCAL_ONLY] = saved[0]
+        ray_constants.ENABLE_RAY_CLUSTER = saved[1]
 
 
 def run_sweep(spec: SweepSpec, folder: Path, address: str | None = None,
               resume: bool = False) -> list[dict[str, str]]:
     """Run (or resume) the sweep on Ray: a local Ray sized to this machine's cores, or the
     cluster at ``address``; returns the trials that failed (``trial``, ``error``)."""
-    import ray
-
     spec = prepare_folder(spec, folder, resume)
-    started = not ray.is_initialized()
-    if started:  # local: every address on the loopback interface
-        ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                 **({} if address else {"_node_ip_address": "127.0.0.1"}))
-    try:
+    with ray_session(address):
         results = build_tuner(spec, folder, resume).fit()
-        return [{"trial": Path(r.path).name, "error": str(r.error).strip().splitlines()[-1]}
-                for r in results if r.error is not None]
-    finally:
-        if started:
-            ray.shutdown()
+    return [{"trial": Path(r.path).name, "error": str(r.error).strip().splitlines()[-1]}
+            for r in results if r.error is not None]

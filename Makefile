@@ -1,6 +1,6 @@
 # Two entry points do all set-up on a fresh machine:
 #   make demo   install, then train OPD on FetchReach and print the summary + learning-curve path
-#   make test   install (with the test, ALFWorld and Ray extras), then run the default test suite
+#   make test   install (with the test, ALFWorld, Ray and WandB extras), then run the default test suite
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 # fast-downward-textworld (an alfworld dependency) builds with a bare `python build.py`;
 # the venv's bin must come first on PATH or a pyenv shim picks another interpreter.
 $(VENV)/.installed-test: $(VENV)/.installed
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pip install -q -e ".[test,alfworld,ray]"
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pip install -q -e ".[test,alfworld,ray,wandb]"
 	touch $@
 
 install: $(VENV)/.installed

@@ -43,10 +43,10 @@ def cmd_train(args: argparse.Namespace) -> None:
     print(f"run folder: {run_dir}")
     summary = train(config, run_dir, resume=args.resume, init_from=args.init_from,
                     show_progress=not args.no_progress)
-    png = plot_runs([run_dir], run_dir / "learning_curve.png")
     brief = {k: v for k, v in summary.items() if k != "eval_history"}
     print(json.dumps(brief, indent=2))
-    print(f"learning curve: {png}")
+    if "csv" in config.training.loggers:  # the curve is drawn from metrics.csv
+        print(f"learning curve: {plot_runs([run_dir], run_dir / 'learning_curve.png')}")
 
 
 def require_positive(value: int | None, flag: str) -> None:

@@ -76,6 +76,22 @@ class TrainingConfig(Section):
     torch_threads: int = Field(1, ge=1)
     overlap_env: bool = False
     log_freq: int = Field(500, ge=1)
+    loggers: list[Literal["tensorboard", "csv", "wandb"]] = Field(
+        default_factory=lambda: ["tensorboard", "csv"], min_length=1,
+        description="where scalars go; plots, resume and sweeps read the csv")
+    wandb_project: str = "agentic-rl"
+    wandb_mode: Literal["offline", "online"] = Field(
+        "offline", description="online uploads (wandb login first); offline keeps it on disk")
+
+    @model_validator(mode="after")
+    def _wandb_keys_need_wandb(self) -> "TrainingConfig":
+        if "wandb" not in self.loggers and (self.wandb_project != "agentic-rl"
+                                            or self.wandb_mode != "offline"):
+            raise ValueError("training.wandb_project and training.wandb_mode are read only "
+                             "with wandb in training.loggers, e.g. loggers=[tensorboard,csv,wandb]")
+        if len(set(self.loggers)) != len(self.loggers):
+            raise ValueError(f"training.loggers lists one twice: {self.loggers}")
+        return self
 
     @field_validator("total_timesteps", "learning_starts", "eval_freq", "checkpoint_freq",
                      "buffer_size", "log_freq", mode="before")

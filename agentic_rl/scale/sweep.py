@@ -57,6 +57,9 @@ class SweepSpec:
             raise ConfigError("--seeds and --num-samples must be at least 1")
         if not self.params:
             raise ConfigError("a sweep needs at least one --param KEY=[v1,v2,...] (or --space)")
+        if "csv" not in validate_config(self.base).training.loggers:
+            raise ConfigError("a sweep's table reads each run's metrics.csv: keep csv in "
+                              "training.loggers")
         for key, values in self.params.items():
             for value in values:  # a wrong key or value fails here, not in every trial
                 trial = copy.deepcopy(self.base)

@@ -16,7 +16,7 @@ from agentic_rl.data.checkpoint import (CheckpointError, has_checkpoint, latest_
                                         load_checkpoint)
 from agentic_rl.data.checkpoint import prefixed, write_summary
 from agentic_rl.train.evaluate import evaluate
-from agentic_rl.train.logger import Logger, truncate_metrics
+from agentic_rl.train.logger import open_logger, truncate_metrics
 from agentic_rl.train.loop import train_loop
 from agentic_rl.train.setup import Run, build_run
 
@@ -110,7 +110,7 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
         truncate_metrics(run_dir / "metrics.csv", run.step)
     elif init_from is not None:
         transfer_from(run, init_from)
-    logger = Logger(run_dir, purge_step=run.step if resume else None)
+    logger = open_logger(config, run_dir, purge_step=run.step if resume else None)
     try:
         train_loop(run, logger, show_progress)
         training, safety = config.training, run.safety

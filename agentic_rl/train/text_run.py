@@ -36,7 +36,7 @@ from agentic_rl.envs.make import check_text_env
 from agentic_rl.data.checkpoint import (MODEL_FILE, STATE_FILE, CheckpointError, flatten_state,
                                          latest_checkpoint, load_learner, save_checkpoint,
                                          write_summary)
-from agentic_rl.train.logger import Logger
+from agentic_rl.train.logger import Logger, open_logger
 from agentic_rl.train.progress import Progress
 
 BEST_DIR = "best"
@@ -196,7 +196,7 @@ def train_text_run(config: ExperimentConfig, run_dir: Path, resume: bool = False
         history = meta["eval_history"]
     elif init_from is not None:
         load_learner(learner, latest_checkpoint(init_from))
-    logger = Logger(run_dir, purge_step=step if resume else None)
+    logger = open_logger(config, run_dir, purge_step=step if resume else None)
 
     def evaluate_and_keep() -> None:
         nonlocal best

@@ -20,6 +20,7 @@ import torch
 
 from agentic_rl.algos import hgpo_goals, hgpo_losses
 from agentic_rl.algos.base import ActMode, check_mode
+from agentic_rl.algos.curiosity import RND, curiosity_bonus
 from agentic_rl.algos.hgpo_config import HGPOConfig
 from agentic_rl.algos.ppo import ActionScaler, OnPolicyLearner, flat_obs, ppo_epochs, space_dim
 from agentic_rl.data.hierarchical import ManagerSegments, manager_segments, period_ends
@@ -78,8 +79,10 @@ class HGPO(OnPolicyLearner):
             worker_dim, self.goal_dim, self.scaler.dim, self.scaler.discrete,
             cfg.worker.hidden_sizes, cfg.activation, cfg.conditioning, cfg.continuous_head,
         )
-        for name in ("encoder", "target_encoder", "manager", "worker"):
-            if hasattr(self, name):
+        self.rnd = None if cfg.curiosity is None else RND(
+            cfg.curiosity, space_dim(observation_space, cfg.curiosity.obs_keys))
+        for name in ("encoder", "target_encoder", "manager", "worker", "rnd"):
+            if getattr(self, name, None) is not None:
                 getattr(self, name).to(self.device)
         self.manager_opt = torch.optim.Adam(self.manager.parameters(), lr=cfg.manager.learning_rate)
         self.worker_opt = torch.optim.Adam(self.worker.parameters(), lr=cfg.worker.learning_rate)
@@ -205,8 +208,9 @@ class HGPO(OnPolicyLearner):
     def _update_worker(self, rollout: Rollout, seg: ManagerSegments) -> dict[str, float]:
         cfg, ex = self.config, rollout.extras
         x_w = flat_obs(rollout.obs, cfg.worker_obs_keys)
+        bonus, curiosity = curiosity_bonus(self.rnd, rollout.next_obs)
         with torch.no_grad():
-            reward = self.intrinsic_reward(rollout.obs, rollout.next_obs, ex["goal"])
+            reward = self.intrinsic_reward(rollout.obs, rollout.next_obs, ex["goal"]) + bonus
             next_x = flat_obs(rollout.next_obs, cfg.worker_obs_keys)
             next_value = self.worker.value_of(next_x, ex["goal"])
             ends = period_ends(ex["new_goal"], rollout.dones)
@@ -226,7 +230,7 @@ class HGPO(OnPolicyLearner):
         )
         end_phi = self.phi(rollout.next_obs)[seg.end_t, seg.env]
         reached = (end_phi - ex["goal"][seg.start_t, seg.env]).norm(dim=-1) <= cfg.goal_tolerance
-        return metrics | {
+        return metrics | curiosity | {
             "train/intrinsic_reward": float(reward.mean()),
             "train/goal_reached": float(reached.float().mean()),
         }
@@ -285,7 +289,7 @@ class HGPO(OnPolicyLearner):
         for name in ("encoder", "target_encoder", "encoder_opt", "predictor", "predictor_opt"):
             if hasattr(self, name):
                 state[name] = getattr(self, name).state_dict()
-        return state
+        return state | (self.rnd.extra_state() if self.rnd is not None else {})
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for name, value in state.items():
@@ -293,5 +297,7 @@ class HGPO(OnPolicyLearner):
                 self.generator.set_state(value)
             elif name in ("updates", "env_steps"):
                 setattr(self, name, int(value))
-            else:
+            elif name not in ("rnd", "rnd_opt"):
                 getattr(self, name).load_state_dict(value)
+        if self.rnd is not None:
+            self.rnd.load_extra_state(state)

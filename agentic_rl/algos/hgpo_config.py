@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentic_rl.algos.base import ENV_NORMALISER_KEYS, ON_POLICY_TRAINING_KEYS
+from agentic_rl.algos.curiosity import CuriosityConfig
 from agentic_rl.algos.ppo import PPOUpdateConfig
 from agentic_rl.algos.schedule import Schedule
 
@@ -57,6 +58,7 @@ class HGPOConfig(BaseModel):
     continuous_head: Literal["tanh", "gaussian"] = "tanh"
     intrinsic_reward: Literal["distance", "success_predictor"] = "distance"
     intrinsic_scale: float = Field(1.0, gt=0)
+    curiosity: CuriosityConfig | None = Field(None, description="RND bonus for the Worker")
     goal_tolerance: float = Field(0.1, gt=0, description="phi distance that counts as reached")
     manager_init_log_std: float = Field(0.0, description="initial log std of the goal noise")
     manager_log_std_cap: Schedule | None = Field(

@@ -21,6 +21,7 @@ from torch import nn
 from agentic_rl.algos.base import (ENV_NORMALISER_KEYS,
                                    ON_POLICY_TRAINING_KEYS, ActMode, check_mode,
                                    check_own_action)
+from agentic_rl.algos.curiosity import RND, CuriosityConfig, curiosity_bonus
 from agentic_rl.algos.spaces import resolve_device
 from agentic_rl.algos.hgpo_losses import normalize_advantages, ppo_policy_loss, value_loss
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
@@ -58,6 +59,7 @@ class PPOConfig(PPOUpdateConfig):
     activation: Literal["tanh", "relu"] = "tanh"
     continuous_head: Literal["tanh", "gaussian"] = "tanh"
     obs_keys: list[str] = Field(default_factory=lambda: ["observation", "desired_goal"])
+    curiosity: CuriosityConfig | None = Field(None, description="RND bonus added to the reward")
 
 
 def flat_obs(obs: dict[str, torch.Tensor], keys: Sequence[str]) -> torch.Tensor:
@@ -207,8 +209,11 @@ class PPO(OnPolicyLearner):
             config.activation, config.continuous_head,
         )
         self.value = ValueHead(in_dim, config.hidden_sizes, config.activation)
-        self.policy.to(self.device)
-        self.value.to(self.device)
+        self.rnd = None if config.curiosity is None else RND(
+            config.curiosity, space_dim(observation_space, config.curiosity.obs_keys))
+        for module in (self.policy, self.value, self.rnd):
+            if module is not None:
+                module.to(self.device)
         self.optimizer = torch.optim.Adam(
             [*self.policy.parameters(), *self.value.parameters()], lr=config.learning_rate, eps=1e-5
         )
@@ -237,11 +242,12 @@ class PPO(OnPolicyLearner):
     def update(self, rollout: Rollout) -> dict[str, float]:
         """GAE over the rollout, then ``n_epochs`` of minibatch PPO; returns metrics."""
         cfg, rollout = self.config, rollout.to(self.device)
+        bonus, curiosity = curiosity_bonus(self.rnd, rollout.next_obs)
         with torch.no_grad():
             x = flat_obs(rollout.obs, cfg.obs_keys)
             next_values = self.value(flat_obs(rollout.next_obs, cfg.obs_keys))
             advantages, returns = gae(
-                rollout.rewards, rollout.extras["value"], next_values,
+                rollout.rewards + bonus, rollout.extras["value"], next_values,
                 rollout.terminated, rollout.dones, cfg.gamma, cfg.gae_lambda,
             )
         batch = {
@@ -261,7 +267,7 @@ class PPO(OnPolicyLearner):
             self.optimizer, cfg, self.generator,
         )
         metrics["train/return_mean"] = float(returns.mean())
-        return metrics
+        return metrics | curiosity
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -269,6 +275,7 @@ class PPO(OnPolicyLearner):
             "value": self.value.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "generator": self.generator.get_state(),
+            **(self.rnd.extra_state() if self.rnd is not None else {}),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -276,3 +283,5 @@ class PPO(OnPolicyLearner):
         self.value.load_state_dict(state["value"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.generator.set_state(state["generator"])
+        if self.rnd is not None:
+            self.rnd.load_extra_state(state)

@@ -1,0 +1,59 @@
+"""Curiosity on the key-door grid: flat PPO, flat PPO + RND and HGPO at the same budget.
+
+    python benchmarks/curiosity.py --seeds 3 --jobs 2 --json curiosity.json
+
+Each run goes through ``agentic_rl.train.run.train`` (``hgpo_vs_flat.run``): final
+deterministic eval success, sampled-policy success, eval curve and env steps/s per seed, from
+``configs/ppo_keydoor.yaml``, ``configs/ppo_keydoor_rnd.yaml`` and ``configs/hgpo_keydoor.yaml``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hgpo_vs_flat import CONFIGS, run_job, summarise  # noqa: E402
+
+VARIANTS = {"ppo": "ppo_keydoor", "ppo_rnd": "ppo_keydoor_rnd", "hgpo": "hgpo_keydoor"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--budget", type=int, default=None, help="env steps (default: config's)")
+    parser.add_argument("--variants", nargs="*", default=list(VARIANTS))
+    parser.add_argument("--json", type=Path, required=True)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    configs = {k: yaml.safe_load((CONFIGS / f"{VARIANTS[k]}.yaml").read_text())
+               for k in args.variants}
+    budget = args.budget or configs[args.variants[0]]["training"]["total_timesteps"]
+    jobs = [(configs[k], seed, budget, None) for k in args.variants for seed in range(args.seeds)]
+    if args.jobs > 1:
+        with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+            runs = pool.map(run_job, jobs, chunksize=1)
+    else:
+        runs = [run_job(job) for job in jobs]
+    result = {"budget_steps": budget, "seeds": args.seeds, "configs": VARIANTS}
+    print(f"budget {budget} env steps, {args.seeds} seeds")
+    print("| method | deterministic success (per seed) | sampled success (per seed) | env steps/s |")
+    print("|---|---|---|---|")
+    for index, key in enumerate(args.variants):
+        r = result[key] = summarise(runs[index * args.seeds:(index + 1) * args.seeds])
+        fps = sum(r["env_steps_per_second"]) / len(r["env_steps_per_second"])
+        print(f"| {key} | {r['success_mean']:.2f} +- {r['success_std']:.2f} {r['per_seed']} | "
+              f"{r['stochastic_success_mean']:.2f} {r['stochastic_per_seed']} | {fps:,.0f} |")
+    result["wall_seconds"] = time.perf_counter() - start
+    args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

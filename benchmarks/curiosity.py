@@ -1,10 +1,11 @@
-"""Curiosity on the key-door grid: flat PPO, flat PPO + RND and HGPO at the same budget.
+"""Curiosity on the key-door grid: flat PPO and HGPO, each with and without RND, same budget.
 
     python benchmarks/curiosity.py --seeds 3 --jobs 2 --json curiosity.json
 
 Each run goes through ``agentic_rl.train.run.train`` (``hgpo_vs_flat.run``): final
 deterministic eval success, sampled-policy success, eval curve and env steps/s per seed, from
-``configs/ppo_keydoor.yaml``, ``configs/ppo_keydoor_rnd.yaml`` and ``configs/hgpo_keydoor.yaml``.
+``configs/ppo_keydoor.yaml``, ``configs/ppo_keydoor_rnd.yaml``, ``configs/hgpo_keydoor.yaml``
+and ``configs/hgpo_keydoor_rnd.yaml`` (``--variants`` picks some).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hgpo_vs_flat import CONFIGS, run_job, summarise  # noqa: E402
 
-VARIANTS = {"ppo": "ppo_keydoor", "ppo_rnd": "ppo_keydoor_rnd", "hgpo": "hgpo_keydoor"}
+VARIANTS = {"ppo": "ppo_keydoor", "ppo_rnd": "ppo_keydoor_rnd", "hgpo": "hgpo_keydoor",
+            "hgpo_rnd": "hgpo_keydoor_rnd"}
 
 
 def main() -> None:

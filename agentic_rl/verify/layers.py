@@ -142,9 +142,12 @@ def relaxation(layer: nn.Module, lo: Tensor, hi: Tensor) -> tuple[Tensor, Tensor
     tiny = width < 1e-12
     safe_width = torch.where(tiny, torch.ones_like(width), width)
     if isinstance(layer, nn.ReLU):
+        # The chord over a crossing interval, however narrow (its width is at least hi > 0):
+        # a placeholder width there would put the line below relu(hi).
         cross = (lo < 0) & (hi > 0)
-        upper_slope = torch.where(cross, hi / safe_width, (lo >= 0).to(_DT))
-        upper_bias = torch.where(cross, -lo * hi / safe_width, torch.zeros_like(lo))
+        cross_width = torch.where(cross, width, torch.ones_like(width))
+        upper_slope = torch.where(cross, hi / cross_width, (lo >= 0).to(_DT))
+        upper_bias = torch.where(cross, -lo * hi / cross_width, torch.zeros_like(lo))
         lower_slope = torch.where(cross, (hi > -lo).to(_DT), (lo >= 0).to(_DT))
         return lower_slope, torch.zeros_like(lo), upper_slope, upper_bias
     if isinstance(layer, nn.Tanh):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -161,3 +162,27 @@ def test_unusual_layer_orders_stay_sound():
         outputs = net(samples)
     for lo, hi in (interval_bounds(net, low, high), crown_bounds(net, low, high)):
         assert (outputs >= lo - 1e-9).all() and (outputs <= hi + 1e-9).all()
+
+
+def test_a_relu_crossing_zero_on_a_tiny_interval_keeps_its_chord():
+    """A pre-activation interval narrower than 1e-12 that crosses zero, then a huge weight: the
+    upper bound must still cover relu at the top of the interval (it once used width 1 there
+    and proved a bound that x = 1 breaks)."""
+    from agentic_rl.verify.layers import relaxation
+
+    lo, hi = torch.tensor([[-1e-13]], dtype=torch.float64), torch.tensor([[2e-13]],
+                                                                          dtype=torch.float64)
+    _, _, upper_slope, upper_bias = relaxation(nn.ReLU(), lo, hi)
+    # the chord through (lo, 0) and (hi, hi), up to float64 rounding (about 1e-29 here)
+    assert (upper_slope * hi + upper_bias - hi).abs().item() < 1e-25
+    assert (upper_slope * lo + upper_bias).abs().item() < 1e-25
+    net = nn.Sequential(nn.Linear(1, 1), nn.ReLU(), nn.Linear(1, 1)).double()
+    with torch.no_grad():
+        net[0].weight.fill_(1e-13)
+        net[0].bias.zero_()
+        net[2].weight.fill_(1e13)
+        net[2].bias.zero_()
+    low, high = torch.tensor([-1.0], dtype=torch.float64), torch.tensor([1.0], dtype=torch.float64)
+    _, crown_hi = crown_bounds(net, low, high)
+    true_max = net(high[None]).item()  # x = 1: relu(1e-13) * 1e13 = 1
+    assert crown_hi.item() >= true_max - 1e-9 and true_max == pytest.approx(1.0)

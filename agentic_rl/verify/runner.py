@@ -18,6 +18,7 @@ from agentic_rl.verify.result import VerifyResult
 from agentic_rl.verify.spec import (
     ActionBox,
     ForbiddenBox,
+    PropertyError,
     PropertySet,
     StateBox,
     StateHalfspace,
@@ -62,18 +63,30 @@ def verify_properties(
 
 
 def _state_property(net, low, high, properties, prop, model, horizon, seconds, generator):
+    steps = horizon if horizon is not None else properties.horizon_of(prop)
+    if steps is None:
+        raise PropertyError(f"property {prop.name!r}: give a horizon (in the property file or "
+                            "as an argument) to verify a state invariant")
     if model is None:
         return VerifyResult(prop.name, "unknown", 0.0, details={
             "reason": "state invariants need the environment's one-step model; none declared"})
-    steps = horizon if horizon is not None else properties.horizon_of(prop)
-    if steps is None:
-        raise ValueError(f"property {prop.name!r}: give a horizon (in the property file or "
-                         "as an argument) to verify a state invariant")
     start = time.perf_counter()
     result = verify_closed_loop(net, model, low, high, prop, steps, parts=properties.parts,
                                 name=prop.name, max_seconds=seconds, generator=generator)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def check_sizes(properties, in_dim: int, out_dim: int) -> None:
+    """``PropertyError`` for an action box of the wrong length or a part beyond the inputs."""
+    for prop in properties.properties:
+        if isinstance(prop, ActionBox) and len(prop.low) != out_dim:
+            raise PropertyError(f"property {prop.name!r}: its action box has {len(prop.low)} "
+                                f"entries but the policy has {out_dim} actions")
+    for name, (start, stop) in properties.parts.items():
+        if stop > in_dim:
+            raise PropertyError(f"part {name!r} is obs[{start}:{stop}] but the policy's "
+                                f"inputs have only {in_dim} entries; fix `parts`")
 
 
 def results_report(results: list[VerifyResult]) -> dict:
@@ -125,7 +138,7 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
     properties = load_properties(property_file)
     region = load_region(region_file) if region_file is not None else properties.region
     if region is None:
-        raise ValueError(f"no region to verify over: pass --region FILE or add `region:` to "
+        raise PropertyError(f"no region to verify over: pass --region FILE or add `region:` to "
                          f"{property_file}")
     folder = latest_checkpoint(run_dir)
     tensors, state, _ = load_checkpoint(folder, with_buffers=False)
@@ -148,8 +161,9 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
     with torch.no_grad():
         out_dim = policy(torch.zeros(1, in_dim)).shape[1]
     if low.shape != (in_dim,):
-        raise ValueError(f"the region has {low.shape[0]} entries but the policy takes {in_dim} "
-                         "raw inputs [observation, desired_goal]; fix the region")
+        raise PropertyError(f"the region has {low.shape[0]} entries but the policy takes "
+                            f"{in_dim} raw inputs [observation, desired_goal]; fix the region")
+    check_sizes(properties, in_dim, out_dim)
     model = declared_step_model(env.get("name", ""), in_dim, out_dim)
     results = verify_properties(policy, torch.as_tensor(low), torch.as_tensor(high), properties,
                                 model=model, max_seconds=max_seconds,

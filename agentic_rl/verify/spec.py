@@ -47,7 +47,7 @@ class _PartProperty(_Property):
         start, stop = parts[self.part]
         obs = _as_batch(obs, f"observation for property {self.name!r}")
         if obs.shape[1] < stop:
-            raise ValueError(
+            raise PropertyError(
                 f"property {self.name!r}: part {self.part!r} is obs[{start}:{stop}] but the "
                 f"observation has only {obs.shape[1]} entries; fix `parts` in the property file"
             )

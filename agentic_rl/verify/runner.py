@@ -14,6 +14,7 @@ from torch import nn
 from agentic_rl.verify.closed_loop import verify_closed_loop
 from agentic_rl.verify.policy import policy_from_tensors
 from agentic_rl.verify.prove import verify_action_property
+from agentic_rl.verify.replay import deployed_learner, replay
 from agentic_rl.verify.result import VerifyResult
 from agentic_rl.verify.spec import (
     ActionBox,
@@ -168,6 +169,9 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
     results = verify_properties(policy, torch.as_tensor(low), torch.as_tensor(high), properties,
                                 model=model, max_seconds=max_seconds,
                                 generator=torch.Generator().manual_seed(seed))
+    if any(r.status == "falsified" for r in results):
+        algo, obs_dim = deployed_learner(config, folder)
+        replay(results, properties, algo, obs_dim, low, high, env_units=action_low is not None)
     report = {"checkpoint": str(folder), "property_file": str(property_file),
               "region": {"low": low.tolist(), "high": high.tolist()},
               "step_model": None if model is None else env.get("name"),

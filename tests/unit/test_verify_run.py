@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from agentic_rl.nets.actors import TanhGaussianActor
-from agentic_rl.nets.normalizer import RunningNormalizer
-from agentic_rl.data.checkpoint import save_checkpoint
+from agentic_rl.algos.sac import SAC, SACConfig
+from agentic_rl.data.checkpoint import flatten_state, save_checkpoint
 from agentic_rl.verify.runner import format_results, verify_run
 
 torch.set_num_threads(1)
@@ -29,22 +28,23 @@ properties:
 
 
 def make_run(tmp_path):
+    """A SAC checkpoint for FetchReach's sizes whose actor breaks "tight" (as ``train`` writes
+    it: the whole learner under ``algo``)."""
     torch.manual_seed(0)
-    actor = TanhGaussianActor(13, 4, [32, 32])
+    spaces = {"obs_dim": 10, "goal_dim": 3, "act_dim": 4, "action_low": -np.ones(4),
+              "action_high": np.ones(4)}
+    algo = SAC(SACConfig(hidden_sizes=[32, 32], fused_update=False), spaces)
     with torch.no_grad():
-        actor.mean_head.bias.fill_(0.5)  # first action entry near tanh(0.5) ~ 0.46: breaks "tight"
-    obs_norm, goal_norm = RunningNormalizer(10), RunningNormalizer(3)
-    obs_norm.update(torch.randn(64, 10) * 0.1 + 0.8)
-    goal_norm.update(torch.randn(64, 3) * 0.1 + 0.8)
-    tensors = {}
-    for name, module in {"actor": actor, "obs_normalizer": obs_norm,
-                         "goal_normalizer": goal_norm}.items():
-        tensors.update({f"algo.{name}.{k}": v for k, v in module.state_dict().items()})
-    config = {"algorithm": {"name": "sac", "activation": "relu"},
+        algo.actor.mean_head.bias.fill_(0.5)  # first action entry near tanh(0.5) ~ 0.46
+    algo.observe({"observation": torch.randn(64, 10) * 0.1 + 0.8,
+                  "desired_goal": torch.randn(64, 3) * 0.1 + 0.8,
+                  "achieved_goal": torch.randn(64, 3) * 0.1 + 0.8})
+    tensors, skeleton = flatten_state(algo.state_dict(), "algo")
+    config = {"algorithm": {"name": "sac", "hidden_sizes": [32, 32], "activation": "relu"},
               "environment": {"name": "FetchReach-v4", "clip_obs": 5.0,
                               "normalize_obs": True, "normalize_goal": True}}
-    save_checkpoint(tmp_path / "run" / "checkpoints", 100, tensors, {"config": config},
-                    {"none": np.zeros(1)})
+    save_checkpoint(tmp_path / "run" / "checkpoints", 100, tensors,
+                    {"config": config, "algo": skeleton}, {"none": np.zeros(1)})
     (tmp_path / "props.yaml").write_text(PROPERTIES)
     return tmp_path / "run", tmp_path / "props.yaml"
 
@@ -58,6 +58,9 @@ def test_verify_run_writes_a_replayable_report(tmp_path):
     assert json.loads((run_dir / "verify.json").read_text()) == report
     tight = next(r for r in results if r.name == "tight")
     assert abs(tight.output_at_counterexample[0]) > 0.001   # the action really breaks the bound
+    assert tight.details["replay"]["violates"]  # replayed through the learner's own act
+    low, high = np.array(report["region"]["low"]), np.array(report["region"]["high"])
+    assert ((low <= tight.counterexample) & (tight.counterexample <= high)).all()
     assert "tight" in format_results(results)
 
 
@@ -69,3 +72,21 @@ def test_verify_run_needs_a_region_of_the_right_size(tmp_path):
     props.write_text(PROPERTIES.split("region:")[0] + "properties:" + PROPERTIES.split("properties:")[1])
     with pytest.raises(ValueError, match="no region to verify over"):
         verify_run(run_dir, props)
+
+
+def test_a_counterexample_that_does_not_replay_becomes_unknown(tmp_path):
+    from agentic_rl.verify.replay import deployed_learner, replay
+    from agentic_rl.verify.result import VerifyResult
+    from agentic_rl.verify.spec import load_properties
+
+    run_dir, props = make_run(tmp_path)
+    properties = load_properties(props)
+    low, high = properties.region.bounds()
+    config = {"algorithm": {"name": "sac", "hidden_sizes": [32, 32]},
+              "environment": {"name": "FetchReach-v4"}}
+    algo, obs_dim = deployed_learner(config, run_dir / "checkpoints" / "step_000000100")
+    outside = (high + 1.0).tolist()  # a claimed counterexample for a property that holds
+    claimed = VerifyResult("limits", "falsified", 0.0, counterexample=outside)
+    replay([claimed], properties, algo, obs_dim, low, high, env_units=False)
+    assert claimed.status == "unknown" and not claimed.details["replay"]["violates"]
+    assert (np.asarray(claimed.counterexample) <= high).all()  # moved into the region first

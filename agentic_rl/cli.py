@@ -254,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--property", required=True, help="property YAML file")
     verify.add_argument("--region", help="YAML region of raw inputs (else the property file's)")
     verify.add_argument("--max-seconds", type=float, default=1.0,
-                        help="budget per action property")
+                        help="budget per property (action and state)")
     verify.add_argument("--seed", type=int, default=0, help="counterexample-search seed")
     verify.add_argument("--json", help="report file (default RUN_DIR/verify.json)")
     verify.set_defaults(func=cmd_verify)

@@ -31,7 +31,8 @@ from agentic_rl.verify.step_model import AffineStepModel, declared_step_model
 
 def verify_properties(
     net: nn.Module, low, high, properties: PropertySet, model: AffineStepModel | None = None,
-    horizon: int | None = None, max_seconds: float = 1.0, closed_loop_seconds: float = 10.0,
+    horizon: int | None = None, max_seconds: float = 1.0,
+    closed_loop_seconds: float | None = None,
     generator: torch.Generator | None = None,
 ) -> list[VerifyResult]:
     """One result per property, in file order.
@@ -43,7 +44,8 @@ def verify_properties(
         properties: the property set.
         model: affine one-step model over the network input, needed for state invariants.
         horizon: steps for state invariants; defaults to the property's / file's horizon.
-        max_seconds: budget per action property; closed_loop_seconds: per state invariant.
+        max_seconds: budget per action property; closed_loop_seconds: per state invariant
+            (default: ``max_seconds`` too).
     """
     results = []
     for prop in properties.properties:
@@ -54,7 +56,7 @@ def verify_properties(
                 max_seconds=max_seconds, generator=generator))
         elif isinstance(prop, (StateBox, StateHalfspace, ForbiddenBox)):
             results.append(_state_property(net, low, high, properties, prop, model, horizon,
-                                           closed_loop_seconds, generator))
+                                           closed_loop_seconds or max_seconds, generator))
         else:
             results.append(VerifyResult(prop.name, "unknown", 0.0, details={
                 "reason": f"{prop.kind} concerns discrete/text actions, not this continuous "

@@ -20,12 +20,15 @@ from tests.smoke.test_family_matrix import FAMILIES, family_config
 
 pytestmark = pytest.mark.slow
 KILLS = 5
-STEPS = {"ppo": 12_000, "hgpo": 12_000}  # on-policy steps are cheaper; 3000 for the others
+# Long enough that five kills at 1.5-5 s land before the end (3000 off-policy steps once
+# finished after four); on-policy steps are cheaper.
+STEPS = {"ppo": 12_000, "hgpo": 12_000}
+OFF_POLICY_STEPS = 5000
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_kill_nine_five_times_then_resume_matches_an_uninterrupted_run(tmp_path, family):
-    config = family_config(tmp_path, family, steps=STEPS.get(family, 3000),
+    config = family_config(tmp_path, family, steps=STEPS.get(family, OFF_POLICY_STEPS),
                            training={"checkpoint_freq": 40})
     train(config, tmp_path / "reference", show_progress=False)
     path = tmp_path / "point.yaml"

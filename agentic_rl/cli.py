@@ -72,7 +72,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
                                 "`agentic-rl train` or a model folder such as models/alfworld")
     config = validate_config(yaml.safe_load(config_path.read_text()))
     if config.algorithm.name in TEXT:
-        from agentic_rl.train.text_run import evaluate_text_model
+        from agentic_rl.train.text_eval import evaluate_text_model
 
         if args.data is None:
             raise ConfigError("text agents are evaluated on ALFWorld games: pass --data PATH "

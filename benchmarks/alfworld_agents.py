@@ -66,7 +66,7 @@ def evaluate_variant(job: tuple[str, str, str]) -> dict:
 
     torch.set_num_threads(1)
     from agentic_rl.config import validate_config
-    from agentic_rl.train.text_run import evaluate_text_model
+    from agentic_rl.train.text_eval import evaluate_text_model
 
     config = validate_config(yaml.safe_load((Path(run_dir) / "config.yaml").read_text()))
     return evaluate_text_model(config, run_dir, valid)

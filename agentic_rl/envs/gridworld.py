@@ -75,6 +75,16 @@ class GridCore:
         diff = np.abs(np.asarray(achieved) - np.asarray(desired))
         return np.all(diff < self.goal_tolerance, axis=-1).astype(np.float32)
 
+    def draw_episode(self, random_start: bool, random_goal: bool, rng: np.random.Generator
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """``(start [1, 2], goal [1, 2])`` of a new episode: the layout's cells, or uniform free
+        cells (a random start never on the goal)."""
+        goal = self.sample_cells(None if random_goal else self.layout.goal, 1, rng)
+        pos = self.sample_cells(None if random_start else self.layout.start, 1, rng)
+        while random_start and (pos == goal).all():
+            pos = self.sample_cells(None, 1, rng)
+        return pos, goal
+
     def sample_cells(self, fixed: tuple[int, int] | None, count: int, rng: np.random.Generator):
         """``fixed`` repeated, or uniform random free cells if ``fixed`` is None; ``[count, 2]``."""
         if fixed is not None:
@@ -148,11 +158,8 @@ class GridWorldEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        rng, lay = self.np_random, self.core.layout
-        self._goal = self.core.sample_cells(None if self.random_goal else lay.goal, 1, rng)
-        self._pos = self.core.sample_cells(None if self.random_start else lay.start, 1, rng)
-        while self.random_start and (self._pos == self._goal).all():
-            self._pos = self.core.sample_cells(None, 1, rng)
+        self._pos, self._goal = self.core.draw_episode(self.random_start, self.random_goal,
+                                                       self.np_random)
         self._has_key = np.zeros(1, bool)
         self._steps = 0
         return self._obs(), {"action_mask": self.action_mask(), "is_success": False}
@@ -215,12 +222,8 @@ class BatchGridWorld(gym.vector.VectorEnv):
         return self.core.compute_reward(achieved_goal, desired_goal, info)
 
     def _reset_row(self, row: int, rng: np.random.Generator) -> None:
-        """The same draws, in the same order, as ``GridWorldEnv.reset``."""
-        lay = self.core.layout
-        goal = self.core.sample_cells(None if self.random_goal else lay.goal, 1, rng)
-        pos = self.core.sample_cells(None if self.random_start else lay.start, 1, rng)
-        while self.random_start and (pos == goal).all():
-            pos = self.core.sample_cells(None, 1, rng)
+        """The same draws as ``GridWorldEnv.reset`` (``GridCore.draw_episode``)."""
+        pos, goal = self.core.draw_episode(self.random_start, self.random_goal, rng)
         self.goal[row], self.pos[row] = goal[0], pos[0]
         self.has_key[row], self.steps[row], self.ended[row] = False, 0, False
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from agentic_rl.nets.mlp import mlp
+from agentic_rl.nets.normalizer import RunningNormalizer
 
 
 class CuriosityConfig(BaseModel):
@@ -52,17 +53,15 @@ class RND(nn.Module):
         self.predictor = mlp(in_dim, config.hidden_sizes, config.embed_dim)
         self.target.requires_grad_(False)
         self.optimizer = torch.optim.Adam(self.predictor.parameters(), lr=config.learning_rate)
-        self.register_buffer("error_mean", torch.zeros(()))
-        self.register_buffer("error_var", torch.ones(()))
-        self.register_buffer("count", torch.zeros(()))
+        self.errors = RunningNormalizer(1)  # running mean and variance of the errors
 
     def bonus(self, x: torch.Tensor) -> torch.Tensor:
         """Intrinsic reward ``[...]`` for states ``[..., in_dim]``; updates the error
         statistics with these states' errors first."""
         with torch.no_grad():
             errors = prediction_errors(self.predictor(x), self.target(x))
-            self._track(errors.reshape(-1))
-            return scaled_bonus(errors, self.error_var, self.config.weight)
+            self.errors.update(errors.reshape(-1, 1))
+            return scaled_bonus(errors, self.errors.var[0].to(errors.dtype), self.config.weight)
 
     def train_step(self, x: torch.Tensor) -> float:
         """One predictor step on states ``[B, in_dim]``; returns the loss."""
@@ -71,16 +70,6 @@ class RND(nn.Module):
         loss.backward()
         self.optimizer.step()
         return float(loss.detach())
-
-    def _track(self, errors: torch.Tensor) -> None:
-        """Merge a batch into the running mean and variance (Chan et al.)."""
-        n, total = errors.numel(), self.count + errors.numel()
-        delta = errors.mean() - self.error_mean
-        m2 = self.error_var * self.count + errors.var(unbiased=False) * n \
-            + delta.pow(2) * self.count * n / total
-        self.error_mean += delta * n / total
-        self.error_var.copy_(m2 / total)
-        self.count.copy_(total)
 
     def extra_state(self) -> dict[str, Any]:
         return {"rnd": self.state_dict(), "rnd_opt": self.optimizer.state_dict()}

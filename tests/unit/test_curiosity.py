@@ -36,9 +36,9 @@ def test_running_statistics_match_the_concatenated_batches():
     with torch.no_grad():
         errors = prediction_errors(rnd.predictor(torch.cat([first, second])),
                                    rnd.target(torch.cat([first, second]))).numpy()
-    assert rnd.count.item() == 12
-    assert rnd.error_mean.item() == pytest.approx(errors.mean(), rel=1e-5)
-    assert rnd.error_var.item() == pytest.approx(errors.var(), rel=1e-4)
+    assert rnd.errors.count.item() == 12
+    assert rnd.errors.mean.item() == pytest.approx(errors.mean(), rel=1e-5)
+    assert rnd.errors.var.item() == pytest.approx(errors.var(), rel=1e-4)
 
 
 def test_visited_states_earn_less_than_new_ones():
@@ -78,7 +78,7 @@ def test_learners_add_the_bonus_train_the_predictor_and_save_it(cls, config):
     clone.load_state_dict(algo.state_dict())
     states = torch.rand(4, 3)
     torch.testing.assert_close(clone.rnd.bonus(states.clone()), algo.rnd.bonus(states.clone()))
-    assert clone.rnd.count.item() == algo.rnd.count.item()
+    assert clone.rnd.errors.count.item() == algo.rnd.errors.count.item()
 
 
 def test_no_curiosity_no_bonus():

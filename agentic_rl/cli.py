@@ -141,7 +141,7 @@ def cmd_verify(args: argparse.Namespace) -> None:
 def cmd_sweep(args: argparse.Namespace) -> None:
     import yaml
 
-    from agentic_rl.config import apply_override, load_config
+    from agentic_rl.config import read_config, validate_config
 
     try:
         from agentic_rl.scale.sweep import SweepSpec, parse_params, run_sweep
@@ -150,10 +150,8 @@ def cmd_sweep(args: argparse.Namespace) -> None:
                           "pip install 'agentic-rl[ray]'") from None
     from agentic_rl.scale.sweep_report import write_report
 
-    load_config(args.config, args.overrides)  # one-line errors before Ray starts
-    base = yaml.safe_load(Path(args.config).read_text()) or {}
-    for override in args.overrides:
-        apply_override(base, override)
+    base = read_config(args.config, args.overrides)
+    validate_config(base)  # one-line errors before Ray starts
     params = parse_params(args.param)
     if args.space:
         params |= {k: list(v) for k, v in (yaml.safe_load(Path(args.space).read_text())

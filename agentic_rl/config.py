@@ -172,6 +172,12 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Experim
     Raises:
         ConfigError: file missing, not YAML, bad override syntax, unknown key or wrong type.
     """
+    return validate_config(read_config(path, overrides))
+
+
+def read_config(path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
+    """The YAML file as a plain dict with ``a.b.c=value`` overrides applied, not validated
+    (``ConfigError`` for a missing file, bad YAML or a bad override)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist; pass the path to a YAML file "
@@ -185,7 +191,7 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Experim
                           "environment, training (and verification)")
     for override in overrides or []:
         apply_override(raw, override)
-    return validate_config(raw)
+    return raw
 
 
 def validate_config(raw: dict[str, Any]) -> ExperimentConfig:

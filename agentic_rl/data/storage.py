@@ -3,7 +3,7 @@
 The loop writes every env step into the storage the algorithm declared (``make_storage``),
 asks it how many gradient updates the new steps owe and for a batch per update, and saves it
 with the run. Storages own what differs between algorithm families: replay with HER, demos and
-prototypes; Manager periods; on-policy rollouts (``data.rollout.RolloutStorage``).
+prototypes; Manager periods; on-policy rollouts (``data.rollout_storage.RolloutStorage``).
 """
 
 from __future__ import annotations

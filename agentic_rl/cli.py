@@ -178,11 +178,14 @@ def cmd_plot(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from agentic_rl.envs.alfworld import cli as alfworld_cli
-
     parser = argparse.ArgumentParser(prog="agentic-rl", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_train, _add_sweep, _add_eval_and_demos, _add_verify_and_plot):
+        add(sub)
+    return parser
 
+
+def _add_train(sub) -> None:
     train = sub.add_parser("train", help="train from a YAML config")
     train.add_argument("config", help="YAML file, e.g. configs/opd_fetch_reach.yaml")
     train.add_argument("--log-dir", default=RUNS_DIR,
@@ -192,12 +195,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="continue from the last checkpoint (from step 0 if the run stopped "
                        "before its first); Ctrl-C writes one")
     train.add_argument("--init-from", metavar="RUN_DIR",
-                       help="start from another run's actor, normalisers and prototypes")
+                       help="start from another run: a flat learner's actor, normalisers and "
+                       "prototypes, other learners' whole state")
     train.add_argument("--no-progress", action="store_true", help="no live progress bar")
     train.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                        help="dotted overrides, e.g. algorithm.opd_alpha=0.1")
     train.set_defaults(func=cmd_train)
 
+
+def _add_sweep(sub) -> None:
     sweep = sub.add_parser("sweep", help="settings x seeds of a config as Ray Tune trials")
     sweep.add_argument("config", help="YAML file, e.g. configs/opd_fetch_reach.yaml")
     sweep.add_argument("--param", action="append", default=[], metavar="KEY=[V1,V2,...]",
@@ -219,6 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                        help="dotted overrides of the base config")
     sweep.set_defaults(func=cmd_sweep)
+
+
+def _add_eval_and_demos(sub) -> None:
+    from agentic_rl.envs.alfworld import cli as alfworld_cli
 
     evaluation = sub.add_parser(
         "eval", help="evaluate a run's latest checkpoint (text agents: its best model)")
@@ -247,6 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     alfworld_cli.add_demo_arguments(demos)
     alfworld_cli.register(sub)  # alfworld-gen
 
+
+def _add_verify_and_plot(sub) -> None:
     verify = sub.add_parser("verify", help="prove or falsify safety properties of a policy")
     verify.add_argument("run_dir", help="run folder (its latest checkpoint) or a checkpoint")
     verify.add_argument("--property", required=True, help="property YAML file")
@@ -261,7 +273,6 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("run_dirs", nargs="+")
     plot.add_argument("--out", default="learning_curves.png")
     plot.set_defaults(func=cmd_plot)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

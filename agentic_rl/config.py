@@ -152,6 +152,19 @@ class ExperimentConfig(Section):
         raw["algorithm"] = algorithm
         return raw
 
+    @model_validator(mode="before")
+    @classmethod
+    def _text_evaluation_default(cls, raw: Any) -> Any:
+        """A text agent evaluates on its held-out games, each once: ``num_eval_episodes``
+        defaults to ``algorithm.holdout_games`` (more episodes cycle through them again)."""
+        algorithm = raw.get("algorithm") if isinstance(raw, dict) else None
+        if not isinstance(algorithm, dict) or algorithm.get("name") != "text_opd":
+            return raw
+        training = dict(raw.get("training") or {})
+        holdout = ALGORITHM_CONFIGS["text_opd"].model_fields["holdout_games"].default
+        training.setdefault("num_eval_episodes", algorithm.get("holdout_games", holdout))
+        return {**raw, "training": training}
+
 
 # What older resolved configs wrote in their ``agent`` section when a key was left at its default.
 LEGACY_AGENT_DEFAULTS: dict[str, Any] = {

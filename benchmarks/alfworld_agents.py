@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import markdown_table, write_json  # noqa: E402
 
 VARIANTS: dict[str, list[str]] = {
-    "imitation": ["algorithm.rl=none"],
+    # env steps only for the DAgger rounds (12 rounds x 32 envs x <= 50 steps)
+    "imitation": ["algorithm.rl=none", "training.total_timesteps=19200"],
     "ppo": ["algorithm.rl=ppo"],
     "episode": ["algorithm.rl=group", "algorithm.advantage=episode"],
     "anchor": ["algorithm.rl=group", "algorithm.advantage=hog", "algorithm.hog_levels=0"],
@@ -103,6 +104,8 @@ def main(argv: list[str] | None = None) -> dict:
         if name == "imitation":
             continue
         overrides = common + VARIANTS[name] + [f"training.total_timesteps={args.rl_steps}"]
+        if name in FROM_IMITATION:  # --init-from brings the imitation run's policy
+            overrides += ["algorithm.bc_steps=0", "algorithm.dagger_rounds=0"]
         jobs.append((name, args.config, overrides, str(out / name),
                      base if name in FROM_IMITATION else None))
     with context.Pool(max(1, min(args.workers, len(jobs) or 1))) as pool:
@@ -117,7 +120,7 @@ def main(argv: list[str] | None = None) -> dict:
         summary = summaries[name]
         results[name] = {"valid_seen": report, "env_steps": summary["env_steps"],
                          "train_wall_seconds": summary["wall_seconds"],
-                         "best_holdout_success": summary["best_holdout_success"],
+                         "best_holdout_success": summary["best_success_rate"],
                          "oracle": report["oracle"]}
     types = sorted({t for r in results.values() for t in r["valid_seen"]["per_task_type"]})
     rows = []

@@ -21,9 +21,6 @@ from agentic_rl.data.storage import Storage, StorageSpec
 # it belong to one algorithm's model, which forbids the others). Each
 # algorithm config lists its own in a ``unread_keys`` ClassVar; ``config.validate_config``
 # rejects such a key set away from its default, naming the algorithms that do read it.
-OWN_DRIVER_TRAINING_KEYS = ("training.learning_starts", "training.stop_success_rate",
-                            "training.buffer_size", "training.device", "training.overlap_env",
-                            "training.log_freq")
 ON_POLICY_TRAINING_KEYS = ("training.learning_starts", "training.buffer_size",
                            "training.overlap_env")
 ENV_NORMALISER_KEYS = ("environment.normalize_obs", "environment.normalize_goal",

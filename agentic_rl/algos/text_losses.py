@@ -17,6 +17,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from agentic_rl.data.text_episodes import TextEpisode
+
 
 def command_cross_entropy(logits: torch.Tensor, target: torch.Tensor,
                           mask: torch.Tensor) -> torch.Tensor:
@@ -107,3 +109,16 @@ def context_groups(games: Sequence[str], observations: Sequence[np.ndarray],
                 column.append(labels.setdefault(key, len(labels)))
         out.append(np.asarray(column, np.int64))
     return out
+
+
+def gae_episode(episode: TextEpisode, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """GAE over one episode: ``(advantages [L], returns [L])``; the value after the last step
+    is 0 if it terminated and ``bootstrap_value`` if it was truncated."""
+    values = np.append(episode.value, 0.0 if episode.terminated else episode.bootstrap_value)
+    advantages = np.zeros(len(episode), np.float32)
+    running = 0.0
+    for t in range(len(episode) - 1, -1, -1):
+        delta = episode.reward[t] + gamma * values[t + 1] - values[t]
+        running = delta + gamma * lam * running
+        advantages[t] = running
+    return advantages, advantages + episode.value

@@ -18,153 +18,166 @@ The clipped surrogate is used for both on-policy terms so a batch can be reused 
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from torch import nn
 
-from agentic_rl.algos.base import ENV_INPUT_KEYS, OWN_DRIVER_TRAINING_KEYS, VERIFICATION_KEYS
+from agentic_rl.algos.base import ActMode, check_mode, check_own_action
 from agentic_rl.algos.hgpo_losses import ppo_policy_loss, value_loss
-from agentic_rl.algos.schedule import Schedule, Scheduled, non_negative, value_at
+from agentic_rl.algos.spaces import resolve_device
+from agentic_rl.algos.schedule import value_at
 from agentic_rl.algos.text_losses import (
     command_cross_entropy,
     context_groups,
+    gae_episode,
     group_advantages,
     hierarchy_of_groups_advantages,
 )
-from agentic_rl.data.text_episodes import TextEpisode, collate, discounted_returns
+from agentic_rl.algos.text_opd_config import ManagerConfig, TextOPDConfig
+from agentic_rl.data.storage import StorageSpec
+from agentic_rl.data.text_episode_arrays import with_final_step
+from agentic_rl.data.text_episodes import (TextEpisode, collate, discounted_returns,
+                                           episodes_from_demos)
+from agentic_rl.data.text_storage import (IMITATE, TextBatch, TextEpisodeStorage,
+                                          TextStorageSettings)
+from agentic_rl.data.text_table import TextTable
 from agentic_rl.nets.text import TextPolicy
 
-
-class ManagerConfig(BaseModel):
-    """HGPO Manager on text tasks: a subgoal every ``period`` steps or when it is reached."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    planner: Literal["expert_plan", "openai"] = "expert_plan"
-    period: int = Field(5, ge=1)
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout_s: float = Field(30.0, gt=0)
-
-    @model_validator(mode="after")
-    def _endpoint_given(self) -> "ManagerConfig":
-        if self.planner == "openai" and not (self.base_url and self.model):
-            raise ValueError("planner 'openai' needs base_url and model (an OpenAI-compatible "
-                             "chat endpoint, e.g. base_url: http://localhost:8000/v1)")
-        return self
-
-
-class TextOPDConfig(BaseModel):
-    """Hyper-parameters of discrete OPD (``algorithm.name: text_opd``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: Literal["text_opd"] = "text_opd"
-
-    @model_validator(mode="before")
-    @classmethod
-    def _legacy_opd_alpha(cls, raw: Any) -> Any:
-        """Run folders written before the shared ``Schedule`` kept the weight in four keys
-        (``opd_alpha``, ``opd_alpha_end``, ``opd_alpha_schedule``, ``opd_alpha_steps``)."""
-        legacy = ("opd_alpha_end", "opd_alpha_schedule", "opd_alpha_steps")
-        if not isinstance(raw, dict) or not any(key in raw for key in legacy):
-            return raw
-        raw = dict(raw)
-        start = raw.get("opd_alpha", 1.0)
-        end, kind = raw.pop("opd_alpha_end", 0.2), raw.pop("opd_alpha_schedule", "exponential")
-        steps = raw.pop("opd_alpha_steps", 200)
-        if kind != "constant" and start != 0:
-            end = max(end, 1e-8) if kind == "exponential" else end
-            raw["opd_alpha"] = {"schedule": kind, "start": start, "end": end, "steps": steps}
-        return raw
-
-    @field_validator("opd_alpha")
-    @classmethod
-    def _non_negative(cls, value: Any) -> Any:
-        return non_negative(value, "opd_alpha")
-    unread_keys: ClassVar[tuple[str, ...]] = (
-        OWN_DRIVER_TRAINING_KEYS + ENV_INPUT_KEYS + VERIFICATION_KEYS + (
-            "training.num_eval_episodes", "training.checkpoint_freq", "environment.num_envs"))
-    prototype_data_path: str | list[str] | None = Field(
-        None, description="ALFWorld demonstration .npz file(s) (`agentic-rl demos`)")
-    hidden: int = Field(256, ge=8)
-    memory: bool = True
-    lr: float = Field(5e-4, gt=0)
-    rl: Literal["none", "ppo", "group"] = "group"
-    advantage: Literal["episode", "hog"] = "hog"
-    hog_levels: int = Field(2, ge=0)
-    hog_alpha: float = 1.0
-    normalize_std: bool = False
-    gamma: float = Field(0.95, gt=0, le=1)
-    gae_lambda: float = Field(0.95, ge=0, le=1)
-    clip_range: float = Field(0.2, gt=0)
-    n_epochs: int = Field(2, ge=1)
-    minibatch_episodes: int = Field(16, ge=1)
-    ent_coef: float = Field(0.0, ge=0)
-    vf_coef: float = Field(0.5, ge=0)
-    max_grad_norm: float = Field(1.0, gt=0)
-    opd_alpha: Scheduled = Field(
-        default_factory=lambda: Schedule(schedule="exponential", start=1.0, end=0.2, steps=200),
-        description="distillation weight over RL updates (a number: constant)")
-    distill_batch_episodes: int = Field(16, ge=1)
-    bc_steps: int = Field(2000, ge=0, description="imitation steps before any RL")
-    dagger_rounds: int = Field(0, ge=0, description="after bc_steps: rounds of playing "
-                               "dagger_games train games greedily, labelling the visited "
-                               "states with the expert's command, and dagger_steps imitation "
-                               "steps on demos + labelled episodes")
-    dagger_games: int = Field(32, ge=1)
-    dagger_steps: int = Field(200, ge=0)
-    games_per_iteration: int = Field(8, ge=1)
-    group_size: int = Field(4, ge=1, description="episodes per game in one batch")
-    max_commands: int = Field(64, ge=2)
-    self_prototype_capacity: int = Field(3000, ge=0, description="episodes")
-    holdout_games: int = Field(60, ge=0, description="train games kept out for model selection")
-    manager: ManagerConfig | None = None
+__all__ = ["ManagerConfig", "TextOPD", "TextOPDConfig"]
+POLICY_INPUTS = ("task", "observation", "inventory", "previous_command", "subgoal", "commands",
+                 "history", "match")
 
 
 class TextOPD:
-    """The learner: a :class:`~agentic_rl.nets.text.TextPolicy` and its optimiser.
+    """The learner: a :class:`~agentic_rl.nets.text.TextPolicy` and its optimiser, in the shared
+    loop (``algos.base.Algorithm``). Observations are the integer inputs of
+    ``collect.text_inputs``; the recurrent state is the policy's GRU memory ``[1, N, H]``.
 
     Args:
         config: hyper-parameters.
-        embed_dim: sentence-embedding size.
-        generator: seeds minibatch shuffling.
+        table: the text table shared with the envs (row ids -> frozen embeddings).
+        generator: seeds action sampling and minibatch shuffling.
+        device: where the policy lives and updates run (actions come back on the CPU).
     """
 
-    def __init__(self, config: TextOPDConfig, embed_dim: int, generator: torch.Generator):
-        self.config, self.generator = config, generator
-        self.policy = TextPolicy(embed_dim, config.hidden, config.memory,
-                                 subgoal=config.manager is not None)
+    def __init__(self, config: TextOPDConfig, table: TextTable, generator: torch.Generator,
+                 device: str | torch.device = "cpu"):
+        self.config, self.table, self.generator = config, table, generator
+        self.device = torch.device(device)
+        self.policy = TextPolicy(table.dim, config.hidden, config.memory,
+                                 subgoal=config.manager is not None).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr)
         self.updates = 0
+        self._device_table = torch.zeros(0, table.dim, device=self.device)
+
+    @classmethod
+    def build_envs(cls, config: Any) -> tuple[Any, Any]:
+        """Training envs (``games_per_iteration x group_size``) and the held-out eval env."""
+        from agentic_rl.collect.text_envs import build_text_envs
+        from agentic_rl.envs.make import check_text_env
+
+        check_text_env(config.environment.name)
+        if not config.algorithm.prototype_data_path:
+            raise ValueError("text_opd needs algorithm.prototype_data_path: an ALFWorld "
+                             "demonstration file from `agentic-rl demos --env "
+                             "agentic_rl/ALFWorld-v0`")
+        return build_text_envs(config.algorithm, dict(config.environment.kwargs),
+                               config.training.seed)
+
+    @classmethod
+    def from_config(cls, config: Any, env: Any) -> "TextOPD":
+        generator = torch.Generator().manual_seed(config.training.seed)
+        return cls(config.algorithm, env.table, generator,
+                   resolve_device(config.training.device))
+
+    def make_storage(self, spec: StorageSpec) -> TextEpisodeStorage:
+        """Demonstrations as prototypes, then the phases of ``data.text_storage``."""
+        c = self.config
+        paths = c.prototype_data_path
+        demos = [e for path in ([paths] if isinstance(paths, str) else paths)
+                 for e in episodes_from_demos(path, self.table, c.max_commands) if e.success]
+        if c.manager is not None:  # the expert reaches its planner subgoal on every step
+            for e in demos:
+                e.subgoal = e.commands[np.arange(len(e)), e.action]
+        settings = TextStorageSettings(c.bc_steps, c.dagger_rounds, c.dagger_steps,
+                                       c.distill_batch_episodes, c.self_prototype_capacity,
+                                       c.rl != "none")
+        return TextEpisodeStorage(spec.num_envs, self.table, demos, settings, spec.seed)
 
     def opd_alpha(self) -> float:
         return value_at(self.config.opd_alpha, self.updates)
 
-    @torch.no_grad()
-    def act(self, table: torch.Tensor, step: dict[str, torch.Tensor], memory: torch.Tensor,
-            deterministic: bool = False):
-        """One step for B envs: ``step`` holds ``[B, 1, ...]`` policy inputs.
+    def embeddings(self) -> torch.Tensor:
+        """The table's embeddings on the learner's device (new rows copied as they appear)."""
+        table = self.table.tensor()
+        if self.device.type == "cpu":
+            return table
+        if len(self._device_table) < len(table):
+            new = table[len(self._device_table):].to(self.device)
+            self._device_table = torch.cat([self._device_table, new])
+        return self._device_table
 
-        Returns:
-            ``(action [B], log_prob [B], value [B], memory [1, B, H])``.
-        """
+    @torch.no_grad()
+    def act(self, obs: dict[str, torch.Tensor], state: Any, mode: ActMode
+            ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """Commands for N envs; ``state`` is the memory ``[1, N, H]`` (reset where
+        ``obs["is_first"]``). Extras: ``unit_action``, ``log_prob`` and ``value`` ``[N]``."""
+        check_mode(mode)
+        table = self.embeddings()
+        step = {key: obs[key][:, None].to(self.device) for key in POLICY_INPUTS}
+        step["command_mask"] = obs["action_mask"][:, None].to(self.device)
+        if self.policy.use_subgoal:
+            step["subgoal"] = table[step["subgoal"]]
+        count = obs["task"].shape[0]
+        memory = self.policy.initial_state(count).to(self.device) if state is None else state
+        if "is_first" in obs:
+            memory = memory * (~obs["is_first"]).to(self.device, torch.float32)[None, :, None]
         logits, values, memory = self.policy(table, step, memory)
-        logits, values = logits[:, 0], values[:, 0]
-        log_prob = torch.log_softmax(logits, -1)
-        if deterministic:
-            action = logits.argmax(-1)
+        log_prob = torch.log_softmax(logits[:, 0], -1)
+        if mode == "deterministic":
+            action = log_prob.argmax(-1)
         else:
-            action = torch.multinomial(log_prob.exp(), 1, generator=self.generator).squeeze(-1)
-        return action, log_prob.gather(-1, action.unsqueeze(-1)).squeeze(-1), values, memory
+            probs = step["command_mask"][:, 0].float() if mode == "random" else log_prob.exp()
+            action = torch.multinomial(probs.cpu(), 1, generator=self.generator).squeeze(-1)
+            action = action.to(self.device)
+        chosen = log_prob.gather(-1, action[:, None]).squeeze(-1)
+        action = action.cpu()
+        return action, memory, {"unit_action": action, "log_prob": chosen.cpu(),
+                                "value": values[:, 0].cpu()}
+
+    def executed(self, extras: dict[str, torch.Tensor], env_action: torch.Tensor
+                 ) -> dict[str, torch.Tensor]:
+        return check_own_action(lambda action: action, extras, env_action)
+
+    @torch.no_grad()
+    def observe(self, episode: TextEpisode) -> None:
+        """Value the state a truncated episode stopped in (its PPO bootstrap)."""
+        final, episode.final = episode.final, None
+        if final is None or self.config.rl != "ppo":
+            return
+        extended = with_final_step(episode, final)
+        batch = self._to_device(collate([extended], self._subgoals()))
+        _, values, _ = self.policy(self.embeddings(), batch)
+        episode.bootstrap_value = float(values[0, len(episode)])
+
+    def update(self, batch: TextBatch) -> dict[str, float]:
+        """An imitation step (``batch.kind == "imitate"``) or a group update."""
+        if batch.kind == IMITATE:
+            return self.imitation_step(batch.episodes)
+        return self.group_update(batch.episodes, batch.prototypes)
+
+    def _subgoals(self) -> torch.Tensor | None:
+        """The (CPU) table ``collate`` turns subgoal ids into vectors with."""
+        return self.table.tensor() if self.config.manager is not None else None
+
+    def _to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {key: value.to(self.device) for key, value in batch.items()}
 
     # ------------------------------------------------------------------ losses
-    def _step_log_probs(self, table: torch.Tensor, batch: dict[str, torch.Tensor]):
-        logits, values, _ = self.policy(table, batch)
+    def _step_log_probs(self, batch: dict[str, torch.Tensor]):
+        logits, values, _ = self.policy(self.embeddings(), batch)
         mask = batch["step_mask"]
         logits, values = logits[mask], values[mask]
         log_prob = torch.log_softmax(logits, -1)
@@ -173,11 +186,10 @@ class TextOPD:
         entropy = -(probs * log_prob.masked_fill(probs == 0, 0.0)).sum(-1)
         return logits, chosen, values, entropy
 
-    def distill_loss(self, table: torch.Tensor, prototypes: list[TextEpisode],
-                     subgoals: torch.Tensor | None = None) -> torch.Tensor:
+    def distill_loss(self, prototypes: list[TextEpisode]) -> torch.Tensor:
         """Cross-entropy toward the prototype commands of a batch of episodes."""
-        batch = collate(prototypes, subgoals)
-        logits, _, _ = self.policy(table, batch)
+        batch = self._to_device(collate(prototypes, self._subgoals()))
+        logits, _, _ = self.policy(self.embeddings(), batch)
         mask = batch["step_mask"]
         return command_cross_entropy(logits[mask], batch["action"][mask],
                                      torch.ones_like(batch["action"][mask], dtype=torch.bool))
@@ -208,22 +220,20 @@ class TextOPD:
         nn.utils.clip_grad_norm_(self.policy.parameters(), self.config.max_grad_norm)
         self.optimizer.step()
 
-    def imitation_step(self, table: torch.Tensor, prototypes: list[TextEpisode],
-                       subgoals: torch.Tensor | None = None) -> dict[str, float]:
+    def imitation_step(self, prototypes: list[TextEpisode]) -> dict[str, float]:
         """One gradient step of cross-entropy only (behaviour cloning)."""
-        loss = self.distill_loss(table, prototypes, subgoals)
+        if not prototypes:
+            return {}
+        loss = self.distill_loss(prototypes)
         self._step(loss)
         return {"losses/distill_loss": float(loss.detach())}
 
-    def update(self, table: torch.Tensor, episodes: list[TextEpisode],
-               sample_prototypes, subgoals: torch.Tensor | None = None) -> dict[str, float]:
+    def group_update(self, episodes: list[TextEpisode], sample_prototypes) -> dict[str, float]:
         """RL (+ distillation) epochs over one batch of rollout episodes.
 
         Args:
-            table: text embeddings ``[V, D]``.
             episodes: the batch's rollouts (``group_size`` per game for ``rl=group``).
             sample_prototypes: ``n -> list[TextEpisode]`` (or None when there are none).
-            subgoals: the embedding table again when the policy takes subgoals.
 
         Returns:
             Mean ``losses/*`` and ``train/*`` metrics.
@@ -240,21 +250,21 @@ class TextOPD:
                 chosen = order[start : start + c.minibatch_episodes]
                 minibatch = [episodes[i] for i in chosen]
                 steps = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in chosen])
-                batch = collate(minibatch, subgoals)
-                _, log_prob, values, entropy = self._step_log_probs(table, batch)
+                batch = self._to_device(collate(minibatch, self._subgoals()))
+                _, log_prob, values, entropy = self._step_log_probs(batch)
                 old = batch["log_prob"][batch["step_mask"]]
-                adv = torch.from_numpy(advantages[steps])
+                adv = torch.from_numpy(advantages[steps]).to(self.device)
                 pg, kl, clip = ppo_policy_loss(log_prob, old, adv, c.clip_range)
                 loss = pg - c.ent_coef * entropy.mean()
                 metrics = {"losses/policy_loss": pg, "train/approx_kl": kl,
                            "train/clip_fraction": clip, "losses/entropy": entropy.mean()}
                 if c.rl == "ppo":
-                    v_loss = value_loss(values, torch.from_numpy(returns[steps]))
+                    v_loss = value_loss(values, torch.from_numpy(returns[steps]).to(self.device))
                     loss = loss + c.vf_coef * v_loss
                     metrics["losses/value_loss"] = v_loss
                 prototypes = sample_prototypes(c.distill_batch_episodes) if alpha > 0 else None
                 if prototypes:
-                    distill = self.distill_loss(table, prototypes, subgoals)
+                    distill = self.distill_loss(prototypes)
                     loss = loss + alpha * distill
                     metrics["losses/distill_loss"] = distill
                 self._step(loss)
@@ -270,23 +280,14 @@ class TextOPD:
     # ------------------------------------------------------------------ persistence
     def state_dict(self) -> dict[str, Any]:
         return {"policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "updates": self.updates}
+                "updates": self.updates, "generator": self.generator.get_state()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Also loads a model folder (``models/alfworld``, ``RUN_DIR/best``): the policy alone."""
         self.policy.load_state_dict(state["policy"])
         if "optimizer" in state:
             self.optimizer.load_state_dict(state["optimizer"])
+        if "generator" in state:
+            self.generator.set_state(state["generator"])
         self.updates = int(state.get("updates", 0))
 
-
-def gae_episode(episode: TextEpisode, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
-    """GAE over one episode: ``(advantages [L], returns [L])``; the value after the last step
-    is 0 if it terminated and ``bootstrap_value`` if it was truncated."""
-    values = np.append(episode.value, 0.0 if episode.terminated else episode.bootstrap_value)
-    advantages = np.zeros(len(episode), np.float32)
-    running = 0.0
-    for t in range(len(episode) - 1, -1, -1):
-        delta = episode.reward[t] + gamma * values[t + 1] - values[t]
-        running = delta + gamma * lam * running
-        advantages[t] = running
-    return advantages, advantages + episode.value

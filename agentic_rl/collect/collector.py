@@ -13,10 +13,18 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+EVAL_SEED_OFFSET = 1_000_000  # evaluation episodes never share seeds with training episodes
+
 
 def to_tensors(obs: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-    """float32 copies (the vector env hands out its own buffers, overwritten by the next step)."""
-    return {k: _float_tensor(v) for k, v in obs.items()}
+    """Copies (the vector env hands out its own buffers, overwritten by the next step):
+    float32, except integer parts (e.g. text row ids), which stay int64."""
+    return {k: _int_tensor(v) if np.asarray(v).dtype.kind in "iu" else _float_tensor(v)
+            for k, v in obs.items()}
+
+
+def _int_tensor(values: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.asarray(values).astype(np.int64))
 
 
 def with_action_mask(obs: dict[str, torch.Tensor], info: dict, previous: torch.Tensor | None = None,
@@ -89,7 +97,9 @@ class Collector:
 
         Returns:
             ``(transition, episode_end [N] bool, finished episodes)``; transition fields are
-            ``[N, ...]`` tensors named as in ``agentic_rl.data.replay.FIELDS``.
+            ``[N, ...]`` tensors: ``action``, ``reward``, ``terminated``, and for goal envs the
+            rest of ``agentic_rl.data.replay.FIELDS`` (other envs' observations reach the
+            storage whole, through ``StepRecord.obs`` / ``reached``).
         """
         self.step_async(env_action)
         return self.step_wait(stored_action)
@@ -110,14 +120,13 @@ class Collector:
         else:
             next_obs, reward, terminated, truncated, info = self.envs.step(self._pending_action)
         next_obs_t = with_action_mask(to_tensors(next_obs), info)
-        transition = {
-            "obs": self.obs["observation"], "achieved_goal": self.obs["achieved_goal"],
-            "desired_goal": self.obs["desired_goal"], "action": stored_action,
-            "reward": _float_tensor(reward),
-            "next_obs": next_obs_t["observation"],
-            "next_achieved_goal": next_obs_t["achieved_goal"],
-            "terminated": _float_tensor(terminated),
-        }
+        transition = {"action": stored_action, "reward": _float_tensor(reward),
+                      "terminated": _float_tensor(terminated)}
+        if "achieved_goal" in next_obs_t:  # goal envs: the fields replay and HER read
+            transition |= {
+                "obs": self.obs["observation"], "achieved_goal": self.obs["achieved_goal"],
+                "desired_goal": self.obs["desired_goal"], "next_obs": next_obs_t["observation"],
+                "next_achieved_goal": next_obs_t["achieved_goal"]}
         episode_end = np.logical_or(terminated, truncated)
         self.steps_in_episode += 1
         self.returns += reward

@@ -19,6 +19,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 MODEL_FILE, STATE_FILE, BUFFERS_FILE = "model.safetensors", "state.json", "buffers.npz"
+BEST_DIR = "best"  # RUN_DIR/best: the learner of the best evaluation so far
 
 
 class CheckpointError(RuntimeError):
@@ -125,6 +126,20 @@ def load_algo_state(algo, meta: dict[str, Any], tensors: dict[str, torch.Tensor]
         raise CheckpointError(f"checkpoint {folder} does not fit this config ({first[:160]}); "
                               "use the config it was trained with (its run folder's "
                               "config.yaml)") from None
+
+
+def save_model(folder: str | Path, algo, extra: dict[str, Any]) -> None:
+    """A learner's state alone (what ``eval`` and ``models/`` need; ``load_learner`` reads
+    it), with ``extra`` in its JSON; the folder is replaced atomically."""
+    folder = Path(folder)
+    tensors, skeleton = flatten_state(algo.state_dict())
+    temporary = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(temporary, ignore_errors=True)
+    temporary.mkdir(parents=True)
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(temporary / MODEL_FILE))
+    (temporary / STATE_FILE).write_text(json.dumps({"algo": skeleton, **extra}))
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(temporary, folder)
 
 
 def save_learner(run_dir: str | Path, step: int, algo, config: dict[str, Any]) -> Path:

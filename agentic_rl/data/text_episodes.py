@@ -42,6 +42,8 @@ class TextEpisode:
             when the collector asked the env for it.
         match: ``[L, N]`` task/observation match buckets of the commands
             (:meth:`~agentic_rl.nets.text.TextTable.match_buckets`).
+        final: the inputs of the state a truncated episode stopped in (``[1, ...]`` arrays, as
+            in :func:`collate`'s per-step fields), until the learner has valued it.
     """
 
     task: int
@@ -63,6 +65,7 @@ class TextEpisode:
     source: str = "rollout"
     expert_command: np.ndarray | None = None
     match: np.ndarray | None = None
+    final: dict[str, np.ndarray] | None = dataclasses.field(default=None, repr=False)
 
     def __len__(self) -> int:
         return int(self.action.shape[0])

@@ -40,10 +40,14 @@ class TextTable:
             (e.g. :class:`~agentic_rl.envs.alfworld.text_encoder.TextEncoder`); None for tables that
             are only filled from arrays.
         dim: embedding size when there is no encoder.
+        lazy: ``ids`` only numbers unseen texts; ``tensor`` encodes all of them in one batch
+            (the envs of a vector env each add their texts, the learner's next forward pass
+            encodes them together).
     """
 
-    def __init__(self, encoder=None, dim: int | None = None) -> None:
-        self.encoder = encoder
+    def __init__(self, encoder=None, dim: int | None = None, lazy: bool = False) -> None:
+        self.encoder, self.lazy = encoder, lazy
+        self._pending: list[str] = []  # numbered, not yet encoded (lazy tables)
         self.dim = int(encoder.dim if encoder is not None else dim)
         self.texts: list[str] = [""]
         self.index: dict[str, int] = {"": 0}
@@ -63,11 +67,19 @@ class TextTable:
         if new:
             if self.encoder is None:
                 raise KeyError(f"text not in the table and no encoder to embed it: {new[0]!r}")
-            self.add(new, self.encoder.encode(new))
+            if self.lazy:
+                for text in new:
+                    self.index[text] = len(self.texts)
+                    self.texts.append(text)
+                self._pending += new
+                self._tensor = None
+            else:
+                self.add(new, self.encoder.encode(new))
         return np.fromiter((self.index[t] for t in texts), np.int64, len(texts))
 
     def add(self, texts: list[str], vectors: np.ndarray) -> None:
         """Add already-embedded texts (float32 ``[N, dim]``); known texts are skipped."""
+        self._encode_pending()
         keep = [i for i, text in enumerate(texts) if text not in self.index]
         if keep:
             self._vectors.append(np.asarray(vectors, np.float32)[keep])
@@ -112,9 +124,29 @@ class TextTable:
                           + OVERLAP_BUCKETS * bool(objects and objects <= seen))
         return out
 
+    def _encode_pending(self) -> None:
+        if self._pending:
+            self._vectors.append(np.asarray(self.encoder.encode(self._pending), np.float32))
+            self._pending = []
+
     def tensor(self) -> torch.Tensor:
         """All embeddings, float32 ``[len(self), dim]`` (row 0 zeros)."""
         if self._tensor is None:
+            self._encode_pending()
             self._vectors = [np.concatenate(self._vectors)]
             self._tensor = torch.from_numpy(self._vectors[0])
         return self._tensor
+
+    def state(self) -> tuple[list[str], np.ndarray]:
+        """``(texts, embeddings [len(self), dim])`` for a checkpoint."""
+        return list(self.texts), self.tensor().numpy()
+
+    def load_state(self, texts: list[str], vectors: np.ndarray) -> None:
+        """Replace the contents (in place: envs, storage and learner share the table)."""
+        if len(texts) != len(vectors) or not texts or texts[0] != "":
+            raise ValueError("a text table state holds the empty text first and one vector "
+                             "per text")
+        self.texts, self.index = list(texts), {t: i for i, t in enumerate(texts)}
+        self._vectors, self._pending = [np.asarray(vectors, np.float32).copy()], []
+        self._tensor = None
+        self._terms = [(frozenset(), frozenset())]

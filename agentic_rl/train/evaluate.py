@@ -8,9 +8,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from agentic_rl.collect.collector import to_tensors
+from agentic_rl.collect.collector import EVAL_SEED_OFFSET, to_tensors
 
-EVAL_SEED_OFFSET = 1_000_000  # evaluation episodes never share seeds with training episodes
+GOALS = ("desired_goal", "achieved_goal")  # kept with the steps where the env has them
 
 
 @dataclass
@@ -19,6 +19,7 @@ class EvalResult:
     mean_return: float
     mean_length: float
     successes: list[bool] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
     episodes: list[dict[str, torch.Tensor]] = field(default_factory=list, repr=False)
 
     def metrics(self, prefix: str = "eval") -> dict[str, float]:
@@ -69,12 +70,11 @@ def evaluate(algo, env: gym.Env, episodes: int, seed: int, keep_episodes: bool =
             if keep_episodes:
                 stored = extras.get("unit_action", action)[0]
                 trace.append({"obs": obs_t["observation"][0], "action": stored,
-                              "desired_goal": obs_t["desired_goal"][0],
-                              "achieved_goal": obs_t["achieved_goal"][0]})
+                              **{k: obs_t[k][0] for k in GOALS if k in obs_t}})
             obs, reward, terminated, truncated, info = env.step(action[0].numpy())
             if monitor is not None:
                 monitor.check(np.asarray(obs["observation"])[None], action.numpy(),
-                              np.array([length]))
+                              np.array([length]), inputs=obs_t)
             total, length, done = total + float(reward), length + 1, terminated or truncated
         success = bool(info.get("is_success", False))
         successes.append(success)
@@ -85,4 +85,4 @@ def evaluate(algo, env: gym.Env, episodes: int, seed: int, keep_episodes: bool =
             episode["return"] = torch.tensor(total)
             kept.append(episode)
     return EvalResult(float(np.mean(successes)), float(np.mean(returns)), float(np.mean(lengths)),
-                      successes, kept)
+                      successes, lengths, kept)

@@ -11,6 +11,7 @@ from collections import defaultdict
 import numpy as np
 
 from agentic_rl.collect.collector import Collector, FinishedEpisode
+from agentic_rl.data.checkpoint import BEST_DIR, save_model
 from agentic_rl.data.storage import StepRecord
 from agentic_rl.envs.make import env_factory
 from agentic_rl.train import state
@@ -32,8 +33,9 @@ def record_episodes(run: Run, finished: list[FinishedEpisode]) -> None:
 
 
 def run_evaluation(run: Run, logger: Logger) -> float:
-    """Evaluate, log, and advance the curriculum (the storage gets the finished stage's
-    successful episodes, e.g. as prototypes of source ``curriculum``)."""
+    """Evaluate, log, keep the best learner so far in ``RUN_DIR/best``, and advance the
+    curriculum (the storage gets the finished stage's successful episodes, e.g. as prototypes
+    of source ``curriculum``)."""
     training = run.config.training
     safety = run.safety
     result = evaluate(run.algo, run.eval_env, training.num_eval_episodes, training.seed,
@@ -41,7 +43,10 @@ def run_evaluation(run: Run, logger: Logger) -> float:
                       shield=safety.eval_shield if safety else None,
                       monitor=safety.eval_monitor if safety else None)
     metrics = result.metrics()
+    best = max((row["success_rate"] for row in run.eval_history), default=-1.0)
     run.eval_history.append({"step": run.step, **result.to_dict()})
+    if result.success_rate >= best:
+        save_model(run.run_dir / BEST_DIR, run.algo, {"step": run.step, "eval": result.to_dict()})
     if run.curriculum.active:
         if run.curriculum.maybe_advance(result.success_rate):
             run.storage.set_task(run.curriculum.task_id, result.episodes)
@@ -122,8 +127,9 @@ def _train_loop(run: Run, logger: Logger, show_progress: bool, async_envs,
             updates.run(run)  # the previous step's, while the envs step
             transition, episode_end, finished = collector.step_wait(extras["unit_action"])
             if run.safety is not None:
-                run.safety.monitor.check(transition["next_obs"].numpy(), env_action.numpy(),
-                                         episode_step)
+                reached = transition.get("next_obs")  # goal envs: the state the step reached
+                run.safety.monitor.check(None if reached is None else reached.numpy(),
+                                         env_action.numpy(), episode_step, inputs=obs)
             for episode in storage.add(StepRecord(transition, extras, episode_end, finished,
                                                   collector.obs, obs, collector.reached)):
                 algo.observe(episode)

@@ -9,12 +9,11 @@ from typing import Callable
 
 import yaml
 
-from agentic_rl.algos import TEXT
 from agentic_rl.config import ConfigError, ExperimentConfig, dump_config, validate_config
 from agentic_rl.train import state
 from agentic_rl.data.checkpoint import (CheckpointError, has_checkpoint, latest_checkpoint,
-                                        load_checkpoint)
-from agentic_rl.data.checkpoint import prefixed, write_summary
+                                        load_checkpoint, load_learner)
+from agentic_rl.data.checkpoint import BEST_DIR, prefixed, write_summary
 from agentic_rl.train.evaluate import evaluate
 from agentic_rl.train.logger import open_logger, truncate_metrics
 from agentic_rl.train.loop import train_loop
@@ -58,13 +57,15 @@ def prepare_run_dir(config: ExperimentConfig, run_dir: Path, resume: bool,
 
 
 def transfer_from(run: Run, source_dir: str | Path) -> None:
-    """Start from another run's actor, normalisers and prototypes (SPEC A4 transfer)."""
+    """Start from another run: a flat learner takes its actor, normalisers and prototypes
+    (SPEC A4 transfer); other learners (text, on-policy, hierarchical) take the whole learner
+    state (e.g. RL from an imitation run; the config says whether to imitate again)."""
     modules = getattr(run.algo, "modules", None)
     prototypes = getattr(run.storage, "prototypes", None)
-    if modules is None or prototypes is None:
-        raise ConfigError("--init-from transfers a flat learner's actor, normalisers and "
-                          f"prototypes; it does not apply to {run.config.algorithm.name}")
     folder = latest_checkpoint(source_dir)
+    if modules is None or prototypes is None:
+        load_learner(run.algo, folder)
+        return
     tensors, _, buffers = load_checkpoint(folder)
     actor_state = {k[len("algo."):]: v for k, v in tensors.items()
                    if k.startswith(tuple("algo." + m for m in TRANSFERRED_MODULES))}
@@ -98,10 +99,6 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
     after each evaluation (``eval/success_rate`` and the other ``eval/`` metrics)."""
     run_dir = Path(run_dir)
     resume = prepare_run_dir(config, run_dir, resume, init_from)
-    if config.algorithm.name in TEXT:
-        from agentic_rl.train.text_run import train_text_run
-
-        return train_text_run(config, run_dir, resume, show_progress, init_from, on_evaluation)
     run = build_run(config, run_dir)
     run.on_evaluation = on_evaluation
     if resume:
@@ -126,7 +123,10 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
                "mean_length": result.mean_length, "env_steps": run.step,
                "wall_seconds": round(run.wall_seconds, 2), "seed": config.training.seed,
                "env": config.environment.name, "algorithm": config.algorithm.name,
-               "eval_history": run.eval_history}
+               "eval_history": run.eval_history,
+               "best_success_rate": max((row["success_rate"] for row in run.eval_history),
+                                        default=None),  # of the evaluations during training
+               "best_model": str(run_dir / BEST_DIR) if run.eval_history else None}
     if run.safety is not None:
         summary["safety"] = run.safety.summary()
     write_summary(run_dir, summary)

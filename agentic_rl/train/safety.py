@@ -6,7 +6,9 @@ replaces the chosen action after. Continuous actions: ``ProjectionShield`` proje
 one-step model the environment declares (Fetch position control), or only clips to the
 declared action bounds. Discrete actions: ``MaskShield`` narrows ``obs["action_mask"]`` to the
 allowed actions (and, in grid worlds, to moves whose next cell breaks no state property), so an
-on-policy learner samples, and learns from, only what may run.
+on-policy learner samples, and learns from, only what may run. Text agents: ``CommandShield``
+narrows it to the admissible commands no ``forbidden_commands`` pattern matches, and the monitor
+judges the command texts.
 """
 
 from __future__ import annotations
@@ -89,7 +91,42 @@ class MaskShield:
         return {"interventions": self.interventions, "steps": self.steps}
 
 
-Shield = ProjectionShield | MaskShield
+class CommandShield:
+    """Text commands: ``restrict`` removes from ``obs["action_mask"] [N, W]`` the command slots
+    (``obs["commands"]``: text-table row ids) whose text a ``forbidden_commands`` pattern
+    matches; each row id is judged once."""
+
+    def __init__(self, properties: PropertySet, table: Any) -> None:
+        self.shield, self.table = DiscreteShield(properties), table
+        self.allowed: dict[int, bool] = {0: True}
+        self.interventions = self.steps = 0
+
+    def restrict(self, obs: Obs) -> Obs:
+        ids = obs["commands"].numpy()
+        for row in np.unique(ids):
+            if int(row) not in self.allowed:
+                self.allowed[int(row)] = bool(self.shield.command_mask([self.table.texts[row]])[0])
+        allowed = np.vectorize(self.allowed.__getitem__, otypes=[bool])(ids)
+        base = obs["action_mask"].numpy()
+        mask = base & allowed
+        mask[~mask.any(1)] = base[~mask.any(1)]  # nothing safe: leave the env's own choices
+        self.interventions += int((mask != base).any(1).sum())
+        self.steps += len(ids)
+        return {**obs, "action_mask": torch.from_numpy(mask)}
+
+    project, metrics, summary = MaskShield.project, MaskShield.metrics, MaskShield.summary
+
+
+def command_names(table: Any):
+    """``(inputs, command indices [N]) -> the command texts`` (``table``: the text table the
+    row ids index), for the monitor."""
+    def names(inputs: Obs, action: np.ndarray) -> list[str]:
+        rows = inputs["commands"].numpy()[np.arange(len(action)), np.asarray(action).reshape(-1)]
+        return [table.texts[int(row)] for row in rows]
+    return names
+
+
+Shield = ProjectionShield | MaskShield | CommandShield
 
 
 @dataclass
@@ -126,8 +163,12 @@ def build_safety(config, env: gym.Env) -> Safety | None:
     if settings.property_file is None:
         return None
     properties = load_properties(settings.property_file)
+    table = getattr(env, "table", None)  # text envs: commands are text-table row ids
+    names = command_names(table) if table is not None else None
 
     def shield() -> Shield:
+        if table is not None:
+            return CommandShield(properties, table)
         if isinstance(env.action_space, gym.spaces.Discrete):
             state_kinds = ("state_box", "state_halfspace", "forbidden_box")
             core = getattr(env.unwrapped, "core", None)
@@ -141,6 +182,6 @@ def build_safety(config, env: gym.Env) -> Safety | None:
             properties, model, env.action_space.low, env.action_space.high,
             margin=settings.shield_margin))
 
-    return Safety(SafetyMonitor(properties), SafetyMonitor(properties),
+    return Safety(SafetyMonitor(properties, names), SafetyMonitor(properties, names),
                   shield() if settings.shield_train else None,
                   shield() if settings.shield_eval else None)

@@ -51,6 +51,17 @@ def build_algo(config: ExperimentConfig, env) -> Any:
     return algo
 
 
+def build_envs(config: ExperimentConfig) -> tuple[Any, Any]:
+    """``(training vector env without autoreset, evaluation env)``: the algorithm's own
+    ``build_envs`` where it has one (text agents), else ``environment.*`` through Gymnasium."""
+    custom = getattr(LOOP_ALGORITHMS[config.algorithm.name], "build_envs", None)
+    if custom is not None:
+        return custom(config)
+    env_cfg = config.environment
+    return (make_vec_env(env_cfg.name, env_cfg.num_envs, env_cfg.kwargs, env_cfg.goal_region),
+            make_env(env_cfg.name, env_cfg.kwargs, env_cfg.goal_region))
+
+
 def horizon_of(env) -> int:
     """The env's episode step limit (its spec's, or its own ``max_episode_steps``; else 1000)."""
     if env.spec and env.spec.max_episode_steps:
@@ -63,14 +74,13 @@ def build_run(config: ExperimentConfig, run_dir: Path) -> Run:
     training, env_cfg = config.training, config.environment
     torch.set_num_threads(training.torch_threads)
     torch.manual_seed(training.seed)
-    envs = make_vec_env(env_cfg.name, env_cfg.num_envs, env_cfg.kwargs, env_cfg.goal_region)
-    eval_env = make_env(env_cfg.name, env_cfg.kwargs, env_cfg.goal_region)
+    envs, eval_env = build_envs(config)
     algo = build_algo(config, eval_env)
     curriculum = Curriculum(env_cfg.curriculum)
     curriculum.apply(envs)
     curriculum.apply(eval_env)
     storage = algo.make_storage(StorageSpec(
-        env_cfg.num_envs, training.buffer_size, horizon_of(eval_env), training.learning_starts,
+        envs.num_envs, training.buffer_size, horizon_of(eval_env), training.learning_starts,
         goal_functions(eval_env), training.seed, curriculum.task_id, env_cfg.name,
         dict(env_cfg.kwargs), env_cfg.goal_region))
     run = Run(config, run_dir, envs, eval_env, algo, storage, curriculum,

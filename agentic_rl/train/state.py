@@ -24,6 +24,8 @@ def save_run(run: Run, collector) -> None:
         "rng": run.rng.bit_generator.state, "algo": algo_skeleton,
         "curriculum_index": run.curriculum.index, "recent_episodes": run.recent_episodes,
         "eval_history": run.eval_history, "config": run.config.model_dump(mode="json")}
+    if hasattr(run.envs, "env_state"):  # e.g. which game each text env plays next
+        meta["env_state"] = run.envs.env_state()
     arrays, meta["storage"] = run.storage.state()
     buffers = with_prefix(arrays, "storage")
     save_checkpoint(run.run_dir / "checkpoints", run.step, tensors, meta, buffers)
@@ -54,6 +56,8 @@ def restore_run(run: Run, folder) -> None:
     run.curriculum.apply(run.envs)
     run.curriculum.apply(run.eval_env)
     run.recent_episodes, run.eval_history = meta["recent_episodes"], meta["eval_history"]
+    if "env_state" in meta:
+        run.envs.load_env_state(meta["env_state"])
     run.storage.load_state(prefixed(buffers, "storage"), meta["storage"], meta["exact"])
     if meta["exact"]:  # otherwise fresh episodes start here (the storage dropped cut ones)
         run.resume_reset_seeds = np.asarray(meta["reset_seeds"], dtype=np.int64)

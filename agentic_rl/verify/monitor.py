@@ -19,14 +19,17 @@ class SafetyMonitor:
     A property with a horizon H (its own or the file's) only counts at episode steps ``< H``.
     """
 
-    def __init__(self, properties: PropertySet) -> None:
+    def __init__(self, properties: PropertySet, action_names=None) -> None:
         self.properties = properties
+        # (inputs the action was chosen from, actions [N]) -> what the properties judge, e.g.
+        # the command texts of a text agent's command indices
+        self.action_names = action_names
         self.counts = {name: 0 for name in properties.names}
         self.steps = 0
         self.violating_steps = 0
 
     def check(self, obs: np.ndarray | None, action: np.ndarray | list[str] | None,
-              episode_step: np.ndarray | None = None) -> dict[str, np.ndarray]:
+              episode_step: np.ndarray | None = None, inputs=None) -> dict[str, np.ndarray]:
         """Check one step of N envs.
 
         Args:
@@ -36,10 +39,13 @@ class SafetyMonitor:
             action: the action executed, ``[N, act_dim]``, ``[N]`` ints or ``[N]`` strings.
             episode_step: ``[N]`` step index within each env's episode; required when a property
                 has a horizon.
+            inputs: the observation the action was chosen from, for ``action_names``.
 
         Returns:
             ``{name: violation mask [N]}`` (after the horizon filter).
         """
+        if self.action_names is not None and inputs is not None:
+            action = self.action_names(inputs, action)
         masks = self.properties.violations(obs, action)
         batch = len(next(iter(masks.values())))
         for prop in self.properties.properties:

@@ -13,7 +13,7 @@ UNREAD = {"sac_her_fetch_reach": "algorithm.self_prototypes=false",
           "hgpo_pointmaze": "algorithm.hidden_sizes=[32]",
           "ppo_fourrooms": "training.learning_starts=7",
           "hgpo_fourrooms": "environment.clip_obs=3.0",
-          "alfworld_text_opd": "verification.shield_eval=true"}
+          "alfworld_text_opd": "environment.normalize_obs=false"}
 FAMILIES = [*UNREAD, "opd_point"]
 
 
@@ -34,3 +34,10 @@ def test_mistakes_are_one_line(tmp_path, capsys, config):
     assert "training.total_timesteps" in one_error_line(capsys)
     assert main([*base, "environment.name=FourRoom-v0"]) == 2
     assert "unknown environment id" in one_error_line(capsys)
+
+
+def test_a_missing_demonstration_file_is_one_line(tmp_path, capsys):
+    config = REPO / "configs" / "alfworld_text_opd.yaml"
+    assert main(["train", str(config), "--log-dir", str(tmp_path), "--no-progress",
+                 f"algorithm.prototype_data_path={tmp_path / 'none.npz'}"]) == 2
+    assert "record ALFWorld demonstrations" in one_error_line(capsys)

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from safetensors.torch import load_file
 
 from agentic_rl.config import validate_config
-from agentic_rl.data.checkpoint import latest_checkpoint
 from agentic_rl.train.logger import read_metrics
 from agentic_rl.train.run import train
-from tests.conftest import REPO
+from tests.conftest import REPO, assert_same_final_weights
 
 SMALL = {"hidden_sizes": [16, 16], "batch_size": 32}
 FAMILIES = {
@@ -90,8 +88,4 @@ def test_a_resumed_run_ends_with_the_uninterrupted_weights(tmp_path, family):
     train(family_config(tmp_path, family, steps=160), tmp_path / "b", show_progress=False)
     train(family_config(tmp_path, family, steps=300), tmp_path / "b", resume=True,
           show_progress=False)
-    final_a = load_file(latest_checkpoint(tmp_path / "a") / "model.safetensors")
-    final_b = load_file(latest_checkpoint(tmp_path / "b") / "model.safetensors")
-    assert final_a.keys() == final_b.keys()
-    for key in final_a:
-        assert (final_a[key] == final_b[key]).all(), key
+    assert_same_final_weights(tmp_path / "a", tmp_path / "b")

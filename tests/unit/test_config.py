@@ -74,8 +74,8 @@ def test_every_shipped_config_validates_and_names_a_known_env():
     ("hgpo", "algorithm.hidden_sizes", [32]),
     ("hgpo", "training.buffer_size", 1000),
     ("hgpo_sac", "algorithm.hidden_sizes", [32]),
-    ("text_opd", "verification.shield_eval", True),
-    ("text_opd", "training.device", "auto"),
+    ("text_opd", "environment.normalize_obs", False),
+    ("text_opd", "environment.num_envs", 8),
     ("td3", "algorithm.init_alpha", 0.5),
     ("sac", "algorithm.self_prototypes", False),
 ])

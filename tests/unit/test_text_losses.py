@@ -15,7 +15,8 @@ from agentic_rl.algos.text_losses import (
     group_advantages,
     hierarchy_of_groups_advantages,
 )
-from agentic_rl.algos.text_opd import TextOPD, TextOPDConfig, gae_episode
+from agentic_rl.algos.text_losses import gae_episode
+from agentic_rl.algos.text_opd import TextOPD, TextOPDConfig
 from agentic_rl.data.text_table import TextTable
 from agentic_rl.data.text_episodes import (
     TextEpisode,
@@ -95,7 +96,8 @@ def test_history_buckets_count_earlier_commands_and_flag_the_previous_one():
 
 
 def test_episode_grouping_gives_every_step_its_episode_advantage():
-    learner = TextOPD(TextOPDConfig(rl="group", advantage="episode"), 4, torch.Generator())
+    learner = TextOPD(TextOPDConfig(rl="group", advantage="episode"), TextTable(dim=4),
+                      torch.Generator())
     episodes = [_episode([0, 1], game="g"), _episode([0, 0, 0], game="g"),
                 _episode([0, 1], game="h")]
     adv, _ = learner.advantages(episodes)

@@ -104,6 +104,11 @@ class ALFWorldEnv(gym.Env):
         self._game_index = -1
         self._expert: ExpertTracker | None = None
 
+    @property
+    def max_episode_steps(self) -> int:
+        """The truncation horizon (``max_steps``), where the training loop looks for it."""
+        return self.max_steps
+
     # ------------------------------------------------------------------ helpers
     def _commands(self) -> list[str]:
         return list(self._state["admissible_commands"])[: self.max_commands]

@@ -1,0 +1,106 @@
+"""The ``algorithm`` section of ``text_opd`` (discrete OPD on admissible-command text envs)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from agentic_rl.algos.base import ENV_NORMALISER_KEYS
+from agentic_rl.algos.schedule import Schedule, Scheduled, non_negative
+
+
+class ManagerConfig(BaseModel):
+    """HGPO Manager on text tasks: a subgoal every ``period`` steps or when it is reached."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    planner: Literal["expert_plan", "openai"] = "expert_plan"
+    period: int = Field(5, ge=1)
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = Field(30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _endpoint_given(self) -> "ManagerConfig":
+        if self.planner == "openai" and not (self.base_url and self.model):
+            raise ValueError("planner 'openai' needs base_url and model (an OpenAI-compatible "
+                             "chat endpoint, e.g. base_url: http://localhost:8000/v1)")
+        return self
+
+
+class TextOPDConfig(BaseModel):
+    """Hyper-parameters of discrete OPD (``algorithm.name: text_opd``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Literal["text_opd"] = "text_opd"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_opd_alpha(cls, raw: Any) -> Any:
+        """Run folders written before the shared ``Schedule`` kept the weight in four keys
+        (``opd_alpha``, ``opd_alpha_end``, ``opd_alpha_schedule``, ``opd_alpha_steps``)."""
+        legacy = ("opd_alpha_end", "opd_alpha_schedule", "opd_alpha_steps")
+        if isinstance(raw, dict) and "dagger_games" in raw:  # DAgger rounds now use every env
+            raw = dict(raw)
+            width = raw.get("games_per_iteration", 8) * raw.get("group_size", 4)
+            if raw.pop("dagger_games") != width:
+                raise ValueError("dagger_games is gone: a DAgger round plays one episode in "
+                                 "each of the games_per_iteration x group_size envs; remove it")
+        if not isinstance(raw, dict) or not any(key in raw for key in legacy):
+            return raw
+        raw = dict(raw)
+        start = raw.get("opd_alpha", 1.0)
+        end, kind = raw.pop("opd_alpha_end", 0.2), raw.pop("opd_alpha_schedule", "exponential")
+        steps = raw.pop("opd_alpha_steps", 200)
+        if kind != "constant" and start != 0:
+            end = max(end, 1e-8) if kind == "exponential" else end
+            raw["opd_alpha"] = {"schedule": kind, "start": start, "end": end, "steps": steps}
+        return raw
+
+    @field_validator("opd_alpha")
+    @classmethod
+    def _non_negative(cls, value: Any) -> Any:
+        return non_negative(value, "opd_alpha")
+    # envs: games_per_iteration x group_size; no random-action phase, no replay
+    unread_keys: ClassVar[tuple[str, ...]] = ENV_NORMALISER_KEYS + (
+        "training.learning_starts", "training.buffer_size", "training.overlap_env",
+        "environment.num_envs")
+    prototype_data_path: str | list[str] | None = Field(
+        None, description="ALFWorld demonstration .npz file(s) (`agentic-rl demos`)")
+    hidden: int = Field(256, ge=8)
+    memory: bool = True
+    lr: float = Field(5e-4, gt=0)
+    rl: Literal["none", "ppo", "group"] = "group"
+    advantage: Literal["episode", "hog"] = "hog"
+    hog_levels: int = Field(2, ge=0)
+    hog_alpha: float = 1.0
+    normalize_std: bool = False
+    gamma: float = Field(0.95, gt=0, le=1)
+    gae_lambda: float = Field(0.95, ge=0, le=1)
+    clip_range: float = Field(0.2, gt=0)
+    n_epochs: int = Field(2, ge=1)
+    minibatch_episodes: int = Field(16, ge=1)
+    ent_coef: float = Field(0.0, ge=0)
+    vf_coef: float = Field(0.5, ge=0)
+    max_grad_norm: float = Field(1.0, gt=0)
+    opd_alpha: Scheduled = Field(
+        default_factory=lambda: Schedule(schedule="exponential", start=1.0, end=0.2, steps=200),
+        description="distillation weight over RL updates (a number: constant)")
+    distill_batch_episodes: int = Field(16, ge=1)
+    bc_steps: int = Field(2000, ge=0, description="imitation steps before any RL")
+    dagger_rounds: int = Field(0, ge=0, description="after bc_steps: rounds in which each "
+                               "env plays one train game (distinct games), the expert labels "
+                               "the visited states with its command, and dagger_steps imitation "
+                               "steps follow on demos + labelled episodes")
+    dagger_steps: int = Field(200, ge=0)
+    games_per_iteration: int = Field(8, ge=1)
+    group_size: int = Field(4, ge=1, description="episodes per game in one batch")
+    max_commands: int = Field(64, ge=2)
+    self_prototype_capacity: int = Field(3000, ge=0, description="episodes")
+    holdout_games: int = Field(60, ge=1, description="train games kept out for model "
+                               "selection; each evaluation plays training.num_eval_episodes "
+                               "episodes cycling through them")
+    manager: ManagerConfig | None = None

@@ -62,9 +62,9 @@ def test_kill_nine_five_times_then_resume_matches_an_uninterrupted_run(tmp_path,
 def test_text_agent_kill_nine_five_times_then_resume_matches(games_and_demos, tmp_path):
     """text_opd, with 3-step episodes that no game can be won in (so the 4 envs end their
     episodes together and every checkpoint is exact); kills land after the encoder loaded."""
-    config = text_config(games_and_demos, steps=3000, environment={"kwargs": {
+    config = text_config(games_and_demos, steps=20_000, environment={"kwargs": {
         "data_path": str(games_and_demos[0]), "max_steps": 3}},
-        training={"checkpoint_freq": 48, "eval_freq": 600, "log_freq": 600})
+        training={"checkpoint_freq": 48, "eval_freq": 5000, "log_freq": 1000})
     train(config, tmp_path / "reference", show_progress=False)
     path = tmp_path / "text.yaml"
     dump_config(config, path)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -85,6 +85,9 @@ class ReplayStorage:
         self.current_skills = [self.skills.select(self.task_id) for _ in range(spec.num_envs)]
         self.goals: torch.Tensor | None = None  # the current episodes' goals (goal sampling)
         self.updates_done = 0
+        # batch -> cost [B], for constrained learners (computed at sample time, like HER's
+        # reward: from the raw stored transition)
+        self.cost_fn: Callable[[dict[str, torch.Tensor]], torch.Tensor] | None = None
 
     @property
     def warm(self) -> bool:
@@ -150,6 +153,8 @@ class ReplayStorage:
             parts.append(self.demo_replay.sample(demo_count, generator, **her))
         batch = {k: torch.cat([p[k] for p in parts]) for k in parts[0]} if len(parts) > 1 \
             else parts[0]
+        if self.cost_fn is not None:
+            batch["cost"] = self.cost_fn(batch)
         if self.settings.prototype_batch_size is not None:
             skill = self.current_skills[self.updates_done % len(self.current_skills)]
             buffer = self.prototypes[skill]

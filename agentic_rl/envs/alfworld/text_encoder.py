@@ -44,7 +44,9 @@ class TextEncoder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
 
+        transformers_logging.disable_progress_bar()  # no "Loading weights" bar on stderr
         self.name = model_path or "all-MiniLM-L6-v2"
         self.model = SentenceTransformer(model_path or _minilm_path(), device=device)
         self.model.eval()

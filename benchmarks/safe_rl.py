@@ -1,0 +1,73 @@
+"""Safety-constrained training (issue 21): SAC-Lagrangian against unconstrained SAC+HER on
+FetchReach-v4 with a forbidden box (``configs/sac_lag_fetch_reach_obstacle.yaml``), both
+trained without a shield. Per method and seed: violations during training (the monitor counts
+every training step whose reached state is in the box), then ``--episodes`` evaluation episodes
+without a shield (success and violations).
+
+    python benchmarks/safe_rl.py --seeds 3 --json bench_out/safe_rl.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import markdown_table, write_json  # noqa: E402
+
+CONFIG = "configs/sac_lag_fetch_reach_obstacle.yaml"
+METHODS = ("sac_lag", "sac")  # sac: the same config, unconstrained
+CONSTRAINT_KEYS = ("cost_limit", "lagrange_lr", "init_lagrange", "cost_critic_lr")
+
+
+def run(method: str, seed: int, steps: int, episodes: int, folder: Path) -> dict:
+    from agentic_rl.config import read_config, validate_config
+    from agentic_rl.train.run import train
+
+    raw = read_config(CONFIG, [f"training.seed={seed}", f"training.total_timesteps={steps}",
+                               f"training.num_eval_episodes={episodes}",
+                               f"training.eval_freq={steps}"])
+    raw["algorithm"]["name"] = method
+    if method == "sac":
+        for key in CONSTRAINT_KEYS:
+            raw["algorithm"].pop(key, None)
+    config = validate_config(raw)
+    summary = train(config, folder / f"{method}_seed{seed}", show_progress=False)
+    safety = summary["safety"]
+    return {"success": summary["success_rate"], "train_violations": safety["train"]["violations"],
+            "eval_violations": safety["eval"]["violations"]}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=4000)
+    parser.add_argument("--episodes", type=int, default=100, help="evaluation episodes")
+    parser.add_argument("--log-dir", default=None, help="keep the runs here (default: temp)")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    folder = Path(args.log_dir or tempfile.mkdtemp(prefix="safe_rl_"))
+    results: dict[str, dict] = {}
+    for method in METHODS:
+        runs = [run(method, seed, args.steps, args.episodes, folder) for seed in range(args.seeds)]
+        results[method] = {"runs": runs, **{f"{key}_mean": float(np.mean([r[key] for r in runs]))
+                                            for key in ("success", "train_violations",
+                                                        "eval_violations")},
+                           "success_std": float(np.std([r["success"] for r in runs]))}
+    rows = [[m, f"{r['success_mean']:.2f} +- {r['success_std']:.2f}",
+             f"{r['train_violations_mean']:.0f}", f"{r['eval_violations_mean']:.1f}",
+             ", ".join(f"{x['success']:.2f}/{x['train_violations']}/{x['eval_violations']}"
+                       for x in r["runs"])] for m, r in results.items()]
+    print(markdown_table(["method", "eval success", "train violations", "eval violations",
+                          "per seed (success/train/eval)"], rows))
+    payload = {"steps": args.steps, "episodes": args.episodes, "seeds": args.seeds, **results}
+    write_json(args.json, payload)
+    return payload
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""SAC-Lagrangian: the cost target and the multiplier step by hand, the cost from the property
+file, the learner's state (runs: tests/smoke/test_sac_lag_run.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import yaml
+
+from agentic_rl.algos.sac_lag import SACLag, cost_q_target, lagrange_step
+from agentic_rl.config import ConfigError, validate_config
+
+
+def test_cost_target_takes_the_largest_estimate_and_stops_at_termination():
+    cost = torch.tensor([1.0, 0.0])
+    next_qc = torch.tensor([[0.5, 2.0], [1.5, 1.0]])  # [num_q, B]
+    target = cost_q_target(cost, torch.tensor([0.0, 1.0]), next_qc, gamma=0.9)
+    torch.testing.assert_close(target, torch.tensor([1.0 + 0.9 * 1.5, 0.0]))
+
+
+def test_the_multiplier_rises_above_the_limit_and_never_goes_negative():
+    assert lagrange_step(0.2, cost_estimate=1.5, limit=0.5, lr=0.1) == pytest.approx(0.3)
+    assert lagrange_step(0.2, cost_estimate=0.0, limit=0.5, lr=0.1) == pytest.approx(0.15)
+    assert lagrange_step(0.01, cost_estimate=0.0, limit=0.5, lr=0.1) == 0.0
+
+
+def _config(tmp_path, **algorithm):
+    properties = tmp_path / "box.yaml"
+    properties.write_text(yaml.safe_dump({"parts": {"pos": [0, 2]}, "properties": [
+        {"name": "box", "kind": "forbidden_box", "part": "pos", "low": [-0.3, -0.3],
+         "high": [0.3, 0.3]}]}))
+    return validate_config({
+        "algorithm": {"name": "sac_lag", "hidden_sizes": [16, 16], "batch_size": 32,
+                      "lagrange_lr": 0.5, **algorithm},
+        "environment": {"name": "agentic_rl/PointReach-v0"},
+        "training": {"total_timesteps": 300, "learning_starts": 50, "eval_freq": 150,
+                     "num_eval_episodes": 2, "log_freq": 100, "checkpoint_freq": 150},
+        "verification": {"property_file": str(properties)}})
+
+
+def test_the_cost_is_one_on_transitions_into_the_box(tmp_path):
+    from agentic_rl.train.setup import build_run
+
+    learner = build_run(_config(tmp_path), tmp_path / "probe").algo
+    assert isinstance(learner, SACLag)
+    batch = {"next_obs": torch.tensor([[0.0, 0.0], [0.9, 0.9]]), "action": torch.zeros(2, 2)}
+    torch.testing.assert_close(learner.step_cost(batch), torch.tensor([1.0, 0.0]))
+    state = learner.state_dict()
+    assert "cost_critic" in state and "cost_optimizer" in state and "lagrange" in state
+
+
+def test_sac_lag_without_a_property_file_is_a_config_error(tmp_path):
+    from agentic_rl.train.setup import build_run
+
+    config = validate_config({"algorithm": {"name": "sac_lag"},
+                              "environment": {"name": "agentic_rl/PointReach-v0"}})
+    with pytest.raises(ConfigError, match="property_file"):
+        build_run(config, tmp_path / "run")

@@ -1,10 +1,12 @@
-"""Safety-constrained training (issue 21): SAC-Lagrangian against unconstrained SAC+HER on
-FetchReach-v4 with a forbidden box (``configs/sac_lag_fetch_reach_obstacle.yaml``), both
-trained without a shield. Per method and seed: violations during training (the monitor counts
-every training step whose reached state is in the box), then ``--episodes`` evaluation episodes
-without a shield (success and violations).
+"""Safety-constrained training (issue 21), every method trained without a shield:
+``--task fetch``: SAC-Lagrangian against unconstrained SAC+HER on FetchReach-v4 with a forbidden
+box (``configs/sac_lag_fetch_reach_obstacle.yaml``); ``--task lava``: PPO-Lagrangian against PPO
+in a 6x6 room with a lava cell (``configs/ppo_lag_gridworld_lava.yaml``). Per method and seed:
+violations during training (the monitor counts every training step that breaks a property),
+then ``--episodes`` evaluation episodes without a shield (success and violations).
 
-    python benchmarks/safe_rl.py --seeds 3 --json bench_out/safe_rl.json
+    python benchmarks/safe_rl.py --task fetch --seeds 3 --json bench_out/safe_rl.json
+    python benchmarks/safe_rl.py --task lava --seeds 3 --json bench_out/safe_rl_lava.json
 """
 
 from __future__ import annotations
@@ -19,20 +21,21 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import markdown_table, write_json  # noqa: E402
 
-CONFIG = "configs/sac_lag_fetch_reach_obstacle.yaml"
-METHODS = ("sac_lag", "sac")  # sac: the same config, unconstrained
+TASKS = {"fetch": ("configs/sac_lag_fetch_reach_obstacle.yaml", ("sac_lag", "sac"), 4000),
+         "lava": ("configs/ppo_lag_gridworld_lava.yaml", ("ppo_lag", "ppo"), 150_000)}
 CONSTRAINT_KEYS = ("cost_limit", "lagrange_lr", "init_lagrange", "cost_critic_lr")
 
 
-def run(method: str, seed: int, steps: int, episodes: int, folder: Path) -> dict:
+def run(config_file: str, method: str, seed: int, steps: int, episodes: int,
+        folder: Path) -> dict:
     from agentic_rl.config import read_config, validate_config
     from agentic_rl.train.run import train
 
-    raw = read_config(CONFIG, [f"training.seed={seed}", f"training.total_timesteps={steps}",
-                               f"training.num_eval_episodes={episodes}",
-                               f"training.eval_freq={steps}"])
+    raw = read_config(config_file, [f"training.seed={seed}", f"training.total_timesteps={steps}",
+                                    f"training.num_eval_episodes={episodes}",
+                                    f"training.eval_freq={steps}"])
     raw["algorithm"]["name"] = method
-    if method == "sac":
+    if not method.endswith("_lag"):  # the same config, unconstrained
         for key in CONSTRAINT_KEYS:
             raw["algorithm"].pop(key, None)
     config = validate_config(raw)
@@ -44,16 +47,20 @@ def run(method: str, seed: int, steps: int, episodes: int, folder: Path) -> dict
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="fetch", choices=list(TASKS))
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=4000)
+    parser.add_argument("--steps", type=int, default=None, help="default: the task's budget")
     parser.add_argument("--episodes", type=int, default=100, help="evaluation episodes")
     parser.add_argument("--log-dir", default=None, help="keep the runs here (default: temp)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     folder = Path(args.log_dir or tempfile.mkdtemp(prefix="safe_rl_"))
+    config_file, methods, budget = TASKS[args.task]
+    steps = args.steps or budget
     results: dict[str, dict] = {}
-    for method in METHODS:
-        runs = [run(method, seed, args.steps, args.episodes, folder) for seed in range(args.seeds)]
+    for method in methods:
+        runs = [run(config_file, method, seed, steps, args.episodes, folder)
+                for seed in range(args.seeds)]
         results[method] = {"runs": runs, **{f"{key}_mean": float(np.mean([r[key] for r in runs]))
                                             for key in ("success", "train_violations",
                                                         "eval_violations")},
@@ -64,7 +71,8 @@ def main(argv: list[str] | None = None) -> dict:
                        for x in r["runs"])] for m, r in results.items()]
     print(markdown_table(["method", "eval success", "train violations", "eval violations",
                           "per seed (success/train/eval)"], rows))
-    payload = {"steps": args.steps, "episodes": args.episodes, "seeds": args.seeds, **results}
+    payload = {"task": args.task, "steps": steps, "episodes": args.episodes,
+               "seeds": args.seeds, **results}
     write_json(args.json, payload)
     return payload
 

@@ -12,14 +12,15 @@ from agentic_rl.algos.hgpo import HGPO, HGPOConfig
 from agentic_rl.algos.hgpo_sac import HGPOSAC, HGPOSACConfig
 from agentic_rl.algos.opd import OPD, OPDConfig
 from agentic_rl.algos.ppo import PPO, PPOConfig
+from agentic_rl.algos.ppo_lag import PPOLag, PPOLagConfig
 from agentic_rl.algos.sac import SAC, SACConfig
 from agentic_rl.algos.sac_lag import SACLag, SACLagConfig
 from agentic_rl.algos.td3 import TD3, TD3Config
 from agentic_rl.algos.text_opd import TextOPD, TextOPDConfig
 
 LOOP_ALGORITHMS = {"sac": SAC, "opd": OPD, "td3": TD3, "hgpo_sac": HGPOSAC, "ppo": PPO,
-                   "hgpo": HGPO, "text_opd": TextOPD, "sac_lag": SACLag}
+                   "hgpo": HGPO, "text_opd": TextOPD, "sac_lag": SACLag, "ppo_lag": PPOLag}
 TEXT = {"text_opd": TextOPD}  # admissible-command text envs (ALFWorld)
 CONFIGS = {"sac": SACConfig, "opd": OPDConfig, "td3": TD3Config, "ppo": PPOConfig,
            "hgpo": HGPOConfig, "hgpo_sac": HGPOSACConfig, "text_opd": TextOPDConfig,
-           "sac_lag": SACLagConfig}
+           "sac_lag": SACLagConfig, "ppo_lag": PPOLagConfig}

@@ -260,14 +260,22 @@ class PPO(OnPolicyLearner):
         }
         if "action_mask" in rollout.obs:
             batch["mask"] = flatten_time(rollout.obs["action_mask"])
+        shaped = self.shape_batch(rollout, batch)
         metrics = ppo_epochs(
             batch,
             lambda mb: self.policy.evaluate(mb["x"], mb["action"], mb.get("mask")),
             lambda mb: self.value(mb["x"]),
-            self.optimizer, cfg, self.generator,
+            self.optimizer, cfg, self.generator, self.extra_loss,
         )
         metrics["train/return_mean"] = float(returns.mean())
-        return metrics | curiosity
+        return metrics | curiosity | shaped
+
+    # Hooks for variants (``ppo_lag``): change the flat batch before the epochs, add a loss.
+    extra_loss: Callable[[dict[str, torch.Tensor]], torch.Tensor] | None = None
+
+    def shape_batch(self, rollout: Rollout, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        """Edit ``batch`` (``[T*N, ...]``) in place before the epochs; returns metrics."""
+        return {}
 
     def state_dict(self) -> dict[str, Any]:
         return {

@@ -1,6 +1,6 @@
 """SAC-Lagrangian (constrained MDP; as OmniSafe's SAC-Lag): SAC plus a cost critic and a
-Lagrange multiplier that keeps the expected discounted cost under ``cost_limit``, with no
-dynamics model and no shield.
+Lagrange multiplier that keeps the mean episode cost under ``cost_limit``, with no dynamics
+model and no shield.
 
 The cost of a transition is 1 when it breaks a property of ``verification.property_file``
 (the state it reached, or the action taken), else 0. Like HER's reward, it is computed when a
@@ -9,7 +9,10 @@ get it too. Per update, on the reference (autograd) path:
 
 * cost critic: ``Qc_i(s, a) -> c + gamma (1 - terminated) max_i Qc_i'(s', a')``, ``a' ~ pi``;
 * actor: SAC's loss ``+ lambda * mean_b max_i Qc_i(s, pi(s))``;
-* multiplier: ``lambda <- max(0, lambda + lagrange_lr (mean_b max_i Qc_i(s, pi(s)) - cost_limit))``.
+* multiplier, once per finished training episode (the loop hands each to ``observe``):
+  ``lambda <- max(0, lambda + lagrange_lr (C - cost_limit))``, ``C`` the episode's cost (its
+  reached states judged against the state properties). Stepping it per episode rather than
+  per gradient step keeps it on the scale of the costs it answers to.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ class SACLagConfig(SACConfig):
     """SAC-Lag (``name: sac_lag``): SAC's keys plus the constraint."""
 
     name: Literal["sac_lag"] = "sac_lag"  # type: ignore[assignment]
-    cost_limit: float = Field(0.5, ge=0, description="bound on the expected discounted cost "
-                              "(violating steps ahead) from the states the policy visits")
+    cost_limit: float = Field(0.1, ge=0, description="bound on the mean episode cost "
+                              "(violating steps per episode)")
     lagrange_lr: float = Field(0.01, gt=0)
     init_lagrange: float = Field(0.0, ge=0)
     cost_critic_lr: float = Field(1e-3, gt=0)
@@ -98,6 +101,20 @@ class SACLag(SAC):
         storage.cost_fn = self.step_cost
         return storage
 
+    def observe(self, obs: dict[str, torch.Tensor]) -> None:
+        """Normaliser statistics, and the multiplier's step on the episode's cost."""
+        super().observe(obs)
+        if self.properties is not None:
+            from agentic_rl.verify.spec import StateProperty
+
+            states = obs["observation"][1:].cpu().numpy()
+            broken = np.zeros(len(states), bool)
+            for prop in self.properties.properties:
+                if isinstance(prop, StateProperty):
+                    broken |= prop.violations(states, self.properties.parts)
+            self.lagrange = lagrange_step(self.lagrange, float(broken.sum()),
+                                          self.config.cost_limit, self.config.lagrange_lr)
+
     def step_cost(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """``[B]`` 1.0 where the transition broke a property (reached state or env action)."""
         if self.properties is None:
@@ -122,8 +139,6 @@ class SACLag(SAC):
             for online, slow in zip(self.cost_critic.parameters(),
                                     self.target_cost_critic.parameters()):
                 slow.lerp_(online, self.config.tau)
-        self.lagrange = lagrange_step(self.lagrange, float(self._cost_pi), self.config.cost_limit,
-                                      self.config.lagrange_lr)
         return {**metrics, "losses/cost_critic_loss": cost_loss.detach(),
                 "safety/cost_q_pi": self._cost_pi, "safety/lagrange_multiplier":
                 torch.tensor(self.lagrange), "safety/batch_cost": batch["cost"].mean()}

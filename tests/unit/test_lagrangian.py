@@ -1,5 +1,6 @@
-"""SAC-Lagrangian: the cost target and the multiplier step by hand, the cost from the property
-file, the learner's state (runs: tests/smoke/test_sac_lag_run.py)."""
+"""SAC-Lagrangian and PPO-Lagrangian: the cost target, the multiplier step, the combined
+advantage and episode costs by hand, the cost from the property file, the learners' state
+(runs: tests/smoke/test_lagrangian_runs.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 import torch
 import yaml
 
+from agentic_rl.algos.ppo_lag import combined_advantage, finished_episode_costs
 from agentic_rl.algos.sac_lag import SACLag, cost_q_target, lagrange_step
 from agentic_rl.config import ConfigError, validate_config
 
@@ -56,3 +58,31 @@ def test_sac_lag_without_a_property_file_is_a_config_error(tmp_path):
                               "environment": {"name": "agentic_rl/PointReach-v0"}})
     with pytest.raises(ConfigError, match="property_file"):
         build_run(config, tmp_path / "run")
+
+
+def test_the_lagrangian_advantage_by_hand():
+    reward_adv, cost_adv = torch.tensor([1.0, -2.0]), torch.tensor([0.5, 1.0])
+    torch.testing.assert_close(combined_advantage(reward_adv, cost_adv, 1.0),
+                               torch.tensor([0.25, -1.5]))
+    torch.testing.assert_close(combined_advantage(reward_adv, cost_adv, 0.0), reward_adv)
+
+
+def test_episode_costs_are_summed_across_rollouts():
+    costs = torch.tensor([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])  # [T, N]
+    dones = torch.tensor([[False, False], [True, False], [False, True]])
+    totals, running = finished_episode_costs(costs, dones, torch.tensor([2.0, 0.0]))
+    assert totals == [4.0, 2.0]  # env 0 carried 2 from the previous rollout
+    torch.testing.assert_close(running, torch.tensor([0.0, 0.0]))
+
+
+def _lava_config(tmp_path, name: str = "ppo_lag", steps: int = 400,
+                 environment: dict | None = None):
+    from tests.conftest import REPO
+
+    return validate_config({
+        "algorithm": {"name": name, "rollout_steps": 20, "hidden_sizes": [16]},
+        "environment": environment or {"name": "agentic_rl/GridWorld-v0",
+                                       "kwargs": {"size": 6, "max_episode_steps": 20}},
+        "training": {"total_timesteps": steps, "eval_freq": 200, "num_eval_episodes": 3,
+                     "log_freq": 100, "checkpoint_freq": 200},
+        "verification": {"property_file": str(REPO / "configs/safety/gridworld_lava.yaml")}})

@@ -123,7 +123,9 @@ class TextOPD:
     def act(self, obs: dict[str, torch.Tensor], state: Any, mode: ActMode
             ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         """Commands for N envs; ``state`` is the memory ``[1, N, H]`` (reset where
-        ``obs["is_first"]``). Extras: ``unit_action``, ``log_prob`` and ``value`` ``[N]``."""
+        ``obs["is_first"]``). Envs in an episode the expert labels (``obs["labelled"]``) play
+        greedily while exploring: DAgger labels the states the deployed policy reaches.
+        Extras: ``unit_action``, ``log_prob`` and ``value`` ``[N]``."""
         check_mode(mode)
         table = self.embeddings()
         step = {key: obs[key][:, None].to(self.device) for key in POLICY_INPUTS}
@@ -142,6 +144,9 @@ class TextOPD:
             probs = step["command_mask"][:, 0].float() if mode == "random" else log_prob.exp()
             action = torch.multinomial(probs.cpu(), 1, generator=self.generator).squeeze(-1)
             action = action.to(self.device)
+            if mode == "explore" and "labelled" in obs:  # DAgger: the states greedy play reaches
+                greedy = obs["labelled"].to(self.device).bool()
+                action = torch.where(greedy, log_prob.argmax(-1), action)
         chosen = log_prob.gather(-1, action[:, None]).squeeze(-1)
         action = action.cpu()
         return action, memory, {"unit_action": action, "log_prob": chosen.cpu(),

@@ -22,7 +22,7 @@ from agentic_rl.data.text_table import TextTable, history_bucket
 
 ROW_IDS = ("task", "observation", "inventory", "previous_command", "subgoal", "expert_command")
 COMMAND_SLOTS = ("commands", "history", "match")
-EPISODE_TAGS = ("game", "episode")
+EPISODE_TAGS = ("game", "episode", "labelled")
 INT_MAX = np.iinfo(np.int64).max
 
 
@@ -32,8 +32,8 @@ class TextInputs(gym.Wrapper):
     Observation (int64): ``task``, ``observation``, ``inventory``, ``previous_command``,
     ``subgoal`` and ``expert_command`` row ids (0: none; the expert's command only in episodes the
     schedule marks for labelling), ``commands``, ``history`` and ``match`` ``[max_commands]``
-    (0-padded), ``game`` (index into the env's game list) and ``episode`` (the schedule's
-    episode number of this slot). ``info["action_mask"] [max_commands]`` marks the admissible
+    (0-padded), ``game`` (index into the env's game list), ``episode`` (the schedule's
+    episode number of this slot) and ``labelled`` (1 in episodes the expert labels). ``info["action_mask"] [max_commands]`` marks the admissible
     commands; ``info["is_success"]`` is ``info["won"]``.
 
     Args:
@@ -103,7 +103,8 @@ class TextInputs(gym.Wrapper):
         match[:n] = self.table.match_buckets(int(out["task"]), int(out["observation"]),
                                              commands[:n])
         return {**out, "commands": commands, "history": history, "match": match,
-                "game": np.int64(self.game), "episode": np.int64(self.episode)}
+                "game": np.int64(self.game), "episode": np.int64(self.episode),
+                "labelled": np.int64(self.labelled)}
 
     def _refresh_subgoal(self, obs: dict[str, Any], info: dict[str, Any]) -> None:
         reached = bool(self.subgoal) and self.previous == self.subgoal

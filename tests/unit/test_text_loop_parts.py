@@ -167,3 +167,20 @@ def test_commands_a_shield_removed_are_dropped_and_the_action_renumbered():
     np.testing.assert_array_equal(first.commands, [[2, 0]])  # slot 1 (command 3) removed
     assert first.action.tolist() == [1] and second.action.tolist() == [0]
     assert first.num_commands.tolist() == [2]
+
+
+def test_envs_in_labelled_episodes_play_greedily_while_exploring():
+    table = TextTable(_Encoder(), lazy=True)
+    table.ids(["task", "go", "look", "open"])
+    learner = TextOPD(TextOPDConfig(hidden=8), table, torch.Generator().manual_seed(0))
+    obs = {key: torch.tensor([1] * 8) for key in ("task", "observation", "inventory",
+                                                 "previous_command", "subgoal")}
+    obs |= {"commands": torch.tensor([[2, 3, 4, 0]] * 8),
+            "history": torch.zeros(8, WIDTH, dtype=torch.int64),
+            "match": torch.zeros(8, WIDTH, dtype=torch.int64),
+            "action_mask": torch.tensor([[True, True, True, False]] * 8),
+            "is_first": torch.ones(8, dtype=torch.bool),
+            "labelled": torch.tensor([1, 1, 1, 1, 0, 0, 0, 0])}
+    greedy, _, _ = learner.act(obs, None, "deterministic")
+    explored, _, _ = learner.act(obs, None, "explore")
+    assert torch.equal(explored[:4], greedy[:4])

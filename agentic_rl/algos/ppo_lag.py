@@ -16,24 +16,19 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import Field
 
 from agentic_rl.algos.hgpo_losses import value_loss
+from agentic_rl.algos.lagrangian import LagrangianConfig, lagrange_step
 from agentic_rl.algos.ppo import PPO, PPOConfig, flat_obs, space_dim
-from agentic_rl.algos.sac_lag import lagrange_step
 from agentic_rl.algos.spaces import resolve_device
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
 from agentic_rl.nets.categorical import ValueHead
 
 
-class PPOLagConfig(PPOConfig):
+class PPOLagConfig(PPOConfig, LagrangianConfig):
     """PPO-Lag (``name: ppo_lag``): PPO's keys plus the constraint."""
 
     name: Literal["ppo_lag"] = "ppo_lag"  # type: ignore[assignment]
-    cost_limit: float = Field(0.1, ge=0, description="bound on the mean episode cost "
-                              "(violating steps per episode)")
-    lagrange_lr: float = Field(0.05, gt=0)
-    init_lagrange: float = Field(0.0, ge=0)
 
 
 def combined_advantage(reward_adv: torch.Tensor, cost_adv: torch.Tensor,

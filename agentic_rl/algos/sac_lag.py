@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from pydantic import Field
 
+from agentic_rl.algos.lagrangian import LagrangianConfig, lagrange_step
 from agentic_rl.algos.losses import critic_loss
 from agentic_rl.algos.sac import SAC
 from agentic_rl.algos.sac_config import SACConfig
@@ -33,14 +34,10 @@ from agentic_rl.data.storage import StorageSpec
 from agentic_rl.nets.critics import EnsembleQ, frozen_alias
 
 
-class SACLagConfig(SACConfig):
+class SACLagConfig(SACConfig, LagrangianConfig):
     """SAC-Lag (``name: sac_lag``): SAC's keys plus the constraint."""
 
     name: Literal["sac_lag"] = "sac_lag"  # type: ignore[assignment]
-    cost_limit: float = Field(0.1, ge=0, description="bound on the mean episode cost "
-                              "(violating steps per episode)")
-    lagrange_lr: float = Field(0.01, gt=0)
-    init_lagrange: float = Field(0.0, ge=0)
     cost_critic_lr: float = Field(1e-3, gt=0)
 
 
@@ -49,11 +46,6 @@ def cost_q_target(cost: torch.Tensor, terminated: torch.Tensor, next_qc: torch.T
     """``c + gamma (1 - terminated) max_i Qc_i(s', a')`` for ``cost, terminated [B]`` and
     ``next_qc [num_q, B]`` (pessimistic: the largest cost estimate)."""
     return cost + gamma * (1.0 - terminated) * next_qc.max(dim=0).values
-
-
-def lagrange_step(lagrange: float, cost_estimate: float, limit: float, lr: float) -> float:
-    """Projected gradient ascent on the multiplier: ``max(0, lambda + lr (J_c - limit))``."""
-    return max(0.0, lagrange + lr * (cost_estimate - limit))
 
 
 class SACLag(SAC):

@@ -9,7 +9,8 @@ import torch
 import yaml
 
 from agentic_rl.algos.ppo_lag import combined_advantage, finished_episode_costs
-from agentic_rl.algos.sac_lag import SACLag, cost_q_target, lagrange_step
+from agentic_rl.algos.lagrangian import lagrange_step
+from agentic_rl.algos.sac_lag import SACLag, cost_q_target
 from agentic_rl.config import ConfigError, validate_config
 
 

@@ -39,6 +39,13 @@ def _net_dtype(net: nn.Module) -> torch.dtype:
     return param.dtype if param is not None else torch.float32
 
 
+def splittable(lo: Tensor, hi: Tensor) -> Tensor:
+    """``[B, d]``: the side has a midpoint strictly inside it in the box's precision (a point
+    region, or a side as thin as the rounding, cannot be split any further)."""
+    mid = (lo + hi) / 2
+    return (mid > lo) & (mid < hi)
+
+
 def _split_widest(lo: Tensor, hi: Tensor, width0: Tensor,
                   score: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Halve each box ``[B, d]`` -> ``[2B, d]`` boxes.
@@ -48,6 +55,7 @@ def _split_widest(lo: Tensor, hi: Tensor, width0: Tensor,
     """
     if score is None:
         score = (hi - lo) / torch.where(width0 > 0, width0, torch.ones_like(width0))
+    score = torch.where(splittable(lo, hi), score, -torch.inf)  # never a zero-width side
     dim = score.argmax(-1, keepdim=True)
     mid = ((lo + hi) / 2).gather(-1, dim)
     left_hi, right_lo = hi.clone(), lo.clone()
@@ -98,6 +106,13 @@ def branch_and_bound(
                                 found.point.tolist(), found.output.tolist(),
                                 {"method": "crown+bab", "boxes": explored,
                                  "violation": found.margin})
+        stuck = ~splittable(lo, hi).any(-1)
+        if stuck.any():  # a box too thin to split is within the margin of the bound: no proof
+            return VerifyResult(name, "unknown", time.perf_counter() - start, details={
+                "method": "crown+bab", "boxes": explored, "reason": "a box too thin to split "
+                "(e.g. a point region) lies within the rounding margin of the bound",
+                "violation_upper_bound": float(upper[stuck].max()),
+                "root_violation_upper_bound": root_bound})
         children_lo, children_hi = _split_widest(lo, hi, width0,
                                                  None if score is None else score[keep])
         last_batch = time.perf_counter() - batch_start  # stop before a batch would overrun

@@ -189,3 +189,28 @@ def test_output_exactly_at_the_bound_is_neither_proved_nor_falsified():
                                     action_high=torch.tensor([0.7], dtype=torch.float64),
                                     max_boxes=64, generator=torch.Generator().manual_seed(0))
     assert result.status == "unknown"
+
+
+def test_point_and_thin_regions_answer_without_endless_splitting():
+    net = abs_dip_net().double()  # y(0.25) = 0.25 exactly
+    point = torch.tensor([0.25], dtype=torch.float64)
+    spec = torch.ones(1, 1, dtype=torch.float64)
+    far = branch_and_bound(net, point, point, spec, torch.tensor([0.3]), max_seconds=5.0)
+    assert far.status == "proved" and far.seconds < 0.5
+    over = branch_and_bound(net, point, point, spec, torch.tensor([0.2]), max_seconds=5.0)
+    assert over.status == "falsified" and over.seconds < 0.5
+    # exactly at the bound: within the rounding margin, so neither proved nor split forever
+    tight = branch_and_bound(net, point, point, spec, torch.tensor([0.25]), max_seconds=5.0)
+    assert tight.status == "unknown" and tight.seconds < 0.5 and "too thin" in tight.details["reason"]
+
+
+def test_a_zero_width_side_is_never_split():
+    net = nn.Sequential(nn.Linear(2, 1)).double()
+    with torch.no_grad():
+        net[0].weight.copy_(torch.tensor([[1.0, 1.0]]))
+        net[0].bias.zero_()
+    low = torch.tensor([-1.0, 0.5], dtype=torch.float64)  # the second side is a point
+    high = torch.tensor([1.0, 0.5], dtype=torch.float64)
+    result = branch_and_bound(net, low, high, torch.ones(1, 1, dtype=torch.float64),
+                              torch.tensor([1.6]), max_seconds=5.0)
+    assert result.status == "proved"  # max 1.5

@@ -1,8 +1,11 @@
-"""What the Lagrangian learners (``sac_lag``, ``ppo_lag``) share: the constraint's keys and the
-multiplier's projected gradient step."""
+"""What the Lagrangian learners (``sac_lag``, ``ppo_lag``) share: the constraint's keys, the
+cost of a step, and the multiplier's projected gradient step."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 from pydantic import BaseModel, Field
 
 
@@ -18,3 +21,19 @@ class LagrangianConfig(BaseModel):
 def lagrange_step(lagrange: float, cost_estimate: float, limit: float, lr: float) -> float:
     """Projected gradient ascent on the multiplier: ``max(0, lambda + lr (J_c - limit))``."""
     return max(0.0, lagrange + lr * (cost_estimate - limit))
+
+
+def violation_costs(properties: Any, states: np.ndarray,
+                    actions: np.ndarray | None = None) -> np.ndarray:
+    """float32 ``[N]``: 1 where the reached state (``states [N, obs_dim]``) or the env action
+    breaks a property of ``properties`` (a ``verify.spec.PropertySet``); with ``actions=None``
+    only the state properties are judged."""
+    from agentic_rl.verify.spec import StateProperty
+
+    if actions is not None:
+        masks = list(properties.violations(states, actions).values())
+    else:
+        masks = [prop.violations(states, properties.parts) for prop in properties.properties
+                 if isinstance(prop, StateProperty)]
+    broken = np.any(masks, axis=0) if masks else np.zeros(len(states), bool)
+    return broken.astype(np.float32)

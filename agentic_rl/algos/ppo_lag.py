@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from agentic_rl.algos.hgpo_losses import value_loss
-from agentic_rl.algos.lagrangian import LagrangianConfig, lagrange_step
+from agentic_rl.algos.lagrangian import LagrangianConfig, lagrange_step, violation_costs
 from agentic_rl.algos.ppo import PPO, PPOConfig, flat_obs, space_dim
 from agentic_rl.algos.spaces import resolve_device
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
@@ -90,10 +90,9 @@ class PPOLag(PPO):
         steps, envs = rollout.rewards.shape
         states = rollout.next_obs["observation"].reshape(steps * envs, -1).cpu().numpy()
         actions = self.scaler.to_env(rollout.actions.cpu()).reshape(steps * envs, -1).numpy()
-        masks = self.properties.violations(states, actions.squeeze(-1) if self.scaler.discrete
-                                           else actions)
-        broken = np.any(np.stack(list(masks.values())), axis=0).reshape(steps, envs)
-        return torch.from_numpy(broken.astype(np.float32)).to(self.device)
+        costs = violation_costs(self.properties, states,
+                                actions.squeeze(-1) if self.scaler.discrete else actions)
+        return torch.from_numpy(costs.reshape(steps, envs)).to(self.device)
 
     def shape_batch(self, rollout: Rollout, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         cfg = self.config

@@ -20,11 +20,10 @@ from __future__ import annotations
 import copy
 from typing import Any, Literal
 
-import numpy as np
 import torch
 from pydantic import Field
 
-from agentic_rl.algos.lagrangian import LagrangianConfig, lagrange_step
+from agentic_rl.algos.lagrangian import LagrangianConfig, lagrange_step, violation_costs
 from agentic_rl.algos.losses import critic_loss
 from agentic_rl.algos.sac import SAC
 from agentic_rl.algos.sac_config import SACConfig
@@ -97,24 +96,17 @@ class SACLag(SAC):
         """Normaliser statistics, and the multiplier's step on the episode's cost."""
         super().observe(obs)
         if self.properties is not None:
-            from agentic_rl.verify.spec import StateProperty
-
-            states = obs["observation"][1:].cpu().numpy()
-            broken = np.zeros(len(states), bool)
-            for prop in self.properties.properties:
-                if isinstance(prop, StateProperty):
-                    broken |= prop.violations(states, self.properties.parts)
-            self.lagrange = lagrange_step(self.lagrange, float(broken.sum()),
-                                          self.config.cost_limit, self.config.lagrange_lr)
+            cost = violation_costs(self.properties, obs["observation"][1:].cpu().numpy()).sum()
+            self.lagrange = lagrange_step(self.lagrange, float(cost), self.config.cost_limit,
+                                          self.config.lagrange_lr)
 
     def step_cost(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """``[B]`` 1.0 where the transition broke a property (reached state or env action)."""
         if self.properties is None:
             raise ValueError("SACLag has no properties to compute a cost from")
-        action = self.unit_to_env(batch["action"]).cpu().numpy()
-        masks = self.properties.violations(batch["next_obs"].cpu().numpy(), action)
-        broken = np.any(np.stack(list(masks.values())), axis=0)
-        return torch.from_numpy(broken.astype(np.float32))
+        return torch.from_numpy(violation_costs(
+            self.properties, batch["next_obs"].cpu().numpy(),
+            self.unit_to_env(batch["action"]).cpu().numpy()))
 
     def autograd_gradients(self, batch, x, next_x, alpha):
         """SAC's losses with the Lagrangian actor term, and the cost critic's step."""

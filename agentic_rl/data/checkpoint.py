@@ -36,17 +36,7 @@ def save_checkpoint(checkpoint_root: str | Path, step: int, tensors: dict[str, t
     for stale in root.glob(".tmp_step_*"):  # left by a write that was killed
         shutil.rmtree(stale, ignore_errors=True)
     temporary.mkdir()
-    save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()},
-              str(temporary / MODEL_FILE))
-    (temporary / STATE_FILE).write_text(json.dumps(state))
-    with open(temporary / BUFFERS_FILE, "wb") as handle:
-        np.savez(handle, **buffers)
-    for path in temporary.iterdir():
-        with open(path, "rb") as handle:
-            os.fsync(handle.fileno())
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(temporary, final)
+    write_folder(temporary, final, tensors, state, buffers)
     pointer = root / "latest.tmp"
     pointer.write_text(final.name)
     os.replace(pointer, root / "latest")
@@ -136,18 +126,25 @@ def save_model(folder: str | Path, algo, extra: dict[str, Any]) -> None:
     temporary = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(temporary, ignore_errors=True)
     temporary.mkdir(parents=True)
-    save_file({k: v.contiguous() for k, v in tensors.items()}, str(temporary / MODEL_FILE))
-    (temporary / STATE_FILE).write_text(json.dumps({"algo": skeleton, **extra}))
-    shutil.rmtree(folder, ignore_errors=True)
-    os.replace(temporary, folder)
+    write_folder(temporary, folder, tensors, {"algo": skeleton, **extra})
 
 
-def save_learner(run_dir: str | Path, step: int, algo, config: dict[str, Any]) -> Path:
-    """Checkpoint a learner alone (no buffers) under ``algo.``, with the step and the config;
-    ``load_learner`` reads it back. The on-policy runs resume from these."""
-    tensors, skeleton = flatten_state(algo.state_dict(), "algo")
-    return save_checkpoint(Path(run_dir) / "checkpoints", step, tensors,
-                           {"step": step, "algo": skeleton, "config": config}, {})
+def write_folder(temporary: Path, final: Path, tensors: dict[str, torch.Tensor],
+                 state: dict[str, Any], buffers: dict[str, np.ndarray] | None = None) -> None:
+    """Write tensors, JSON state and (optionally) buffers into the empty folder ``temporary``,
+    flush them to disk, and move it to ``final`` (replacing what was there)."""
+    save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()},
+              str(temporary / MODEL_FILE))
+    (temporary / STATE_FILE).write_text(json.dumps(state))
+    if buffers is not None:
+        with open(temporary / BUFFERS_FILE, "wb") as handle:
+            np.savez(handle, **buffers)
+    for path in temporary.iterdir():
+        with open(path, "rb") as handle:
+            os.fsync(handle.fileno())
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(temporary, final)
 
 
 def write_summary(run_dir: str | Path, summary: dict[str, Any]) -> None:

@@ -36,9 +36,20 @@ def soft_q_target(
     return reward + gamma * (1.0 - terminated) * soft_value
 
 
-def critic_loss(q: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """``0.5 * sum_i mean_b (Q_i - target)^2`` for ``q [num_q, B]``, ``target [B]``."""
-    return 0.5 * (q - target.unsqueeze(0)).pow(2).mean(dim=1).sum()
+def critic_loss(q: torch.Tensor, target: torch.Tensor,
+                weight: torch.Tensor | None = None) -> torch.Tensor:
+    """``0.5 * sum_i mean_b w_b (Q_i - target)^2`` for ``q [num_q, B]``, ``target [B]`` and
+    importance-sampling weights ``weight [B]`` (prioritised replay; none: all 1)."""
+    squared = (q - target.unsqueeze(0)).pow(2)
+    if weight is not None:
+        squared = squared * weight.unsqueeze(0)
+    return 0.5 * squared.mean(dim=1).sum()
+
+
+def td_error(q: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """``[B]`` the largest ``|Q_i - target|`` over the ensemble (a prioritised replay's
+    priority, as in Fujimoto et al.'s LAP for twin critics)."""
+    return (q - target.unsqueeze(0)).abs().amax(dim=0)
 
 
 def sac_actor_loss(q_pi: torch.Tensor, log_prob: torch.Tensor, alpha: torch.Tensor | float):

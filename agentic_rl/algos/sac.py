@@ -137,7 +137,7 @@ class SAC:
             if self.goal_conditioned else 0, self.action_low.shape[0], cfg.batch_size,
             cfg.updates_per_step, cfg.her, distill, distill is not None and buffers.self_prototypes,
             buffers.self_prototype_capacity, buffers.prototype_capacity,
-            buffers.prototype_sampling), cfg, self.env_to_unit, self.observe)
+            buffers.prototype_sampling, cfg.prioritized), cfg, self.env_to_unit, self.observe)
 
     def observe(self, obs: dict[str, torch.Tensor]) -> None:
         """Update the normaliser statistics with raw observations ``[T, ...]`` (the loop calls
@@ -170,6 +170,7 @@ class SAC:
         ``fused_update`` is off; other configurations go through autograd. Denormal floats are
         flushed to zero during the update where the fused calls are built (inside the C++ call,
         else ``sac_fused.denormals_flushed``)."""
+        source = batch
         if self.device.type != "cpu":  # replay batches live on the CPU
             batch = {k: (v.to(self.device) if torch.is_tensor(v) else v) for k, v in batch.items()}
         fused = self.fused()
@@ -184,6 +185,8 @@ class SAC:
         else:
             with sac_fused.denormals_flushed() if fused is not None else contextlib.nullcontext():
                 metrics = self.unfused_update(batch, manual)
+        if batch is not source and "td_error" in batch:
+            source["td_error"] = batch["td_error"].cpu()
         self.num_updates += 1
         return metrics
 
@@ -216,7 +219,9 @@ class SAC:
             target = losses.soft_q_target(batch["reward"], batch["terminated"], next_q,
                                           next_log_prob, alpha, self.config.gamma)
         q = self.critic(x, batch["action"])
-        critic_loss = losses.critic_loss(q, target)
+        critic_loss = losses.critic_loss(q, target, batch.get("weight"))
+        if "weight" in batch:  # prioritised replay: the priorities' new TD errors
+            batch["td_error"] = losses.td_error(q.detach(), target)
         action, log_prob, _, std = self.actor.sample(x, self.generator)
         q_pi = self.frozen_critic(x, action)
         actor_loss, actor_metrics = self.actor_loss(q_pi, log_prob, alpha, batch)

@@ -18,6 +18,17 @@ class HERConfig(BaseModel):
     relabel_ratio: float = Field(0.8, ge=0, le=1)
 
 
+class PrioritizedReplayConfig(BaseModel):
+    """Proportional prioritised replay (``data.priorities``): transitions drawn in proportion
+    to ``(|TD error| + epsilon) ** alpha``, the critic loss weighted by ``(N P(i)) ** -beta``
+    with ``beta`` annealed linearly from ``beta`` to 1 over ``training.total_timesteps``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    alpha: float = Field(0.6, ge=0, description="priority exponent (0: uniform)")
+    beta: float = Field(0.4, ge=0, le=1, description="importance-sampling exponent at the start")
+    epsilon: float = Field(1e-6, gt=0, description="added to |TD error|")
+
+
 class NetworkConfig(BaseModel):
     """Actor and critic networks and their learning rates."""
 
@@ -81,6 +92,8 @@ class OffPolicyUpdateConfig(BaseModel):
     tau: float = Field(0.05, gt=0, le=1)
     updates_per_step: int = Field(1, ge=1)
     her: HERConfig = Field(default_factory=HERConfig)
+    prioritized: PrioritizedReplayConfig | None = Field(
+        None, description="prioritised replay (off: uniform)")
 
 
 class SACConfig(SACNetworkConfig, DemoConfig, OffPolicyUpdateConfig):

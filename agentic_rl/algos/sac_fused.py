@@ -216,7 +216,8 @@ class FusedSAC:
         gradients in ``.grad``, the losses and statistics named by ``METRICS`` as one tensor.
         ``prototype`` holds raw ``obs``, ``desired_goal`` and ``action`` of the MSE distillation
         term. With ``adam`` (``FusedAdam.flat_state``), Adam's step and the target update by
-        ``tau`` too."""
+        ``tau`` too. A batch with ``weight [B]`` (prioritised replay) weights the critic loss
+        and gets ``td_error [B]``."""
         sac = self.sac
         noise = torch.randn((2 * batch["obs"].shape[0], self.act_dim), generator=sac.generator)
         actor_grads, critic_grads, log_alpha_grad = self.gradient_lists()
@@ -224,13 +225,17 @@ class FusedSAC:
         proto = prototype or {}
         proto_goal = _float(proto.get("desired_goal")) if sac.goal_conditioned else None
         state, lrs, hyper = adam or ([], [], [])
+        is_weight = _float(batch.get("weight"))  # prioritised replay's importance weights
+        if is_weight is not None:
+            batch["td_error"] = torch.empty_like(is_weight)
         return self.gradients_op(
             _float(batch["obs"]), _float(batch["next_obs"]), goal, _float(batch["action"]),
             _float(batch["reward"]), _float(batch["terminated"]), noise, _float(proto.get("obs")),
             proto_goal, _float(proto.get("action")), float(weight), *self.normalizers(),
             self.actor, actor_grads, self.critic, critic_grads, self.target,
             sac.log_alpha.detach(), log_alpha_grad, float(sac.config.gamma),
-            float(sac.target_entropy), state, lrs, [*hyper, tau] if adam else [])
+            float(sac.target_entropy), state, lrs, [*hyper, tau] if adam else [], is_weight,
+            batch.get("td_error"))
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, goal: torch.Tensor | None, deterministic: bool

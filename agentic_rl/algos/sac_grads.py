@@ -182,13 +182,17 @@ def sac_gradients(sac: Any, batch: dict[str, Any], x: torch.Tensor, next_x: torc
     critic_activations, q_all = critic_forward(critic, critic_input)
     q, q_pi = q_all[:, :rows], q_all[:, rows:]
     error = q - target.unsqueeze(0)
-    critic_loss = 0.5 * (error * error).mean(dim=1).sum()
+    weight = batch.get("weight")  # prioritised replay's importance-sampling weights [B]
+    weighted = error if weight is None else error * weight.unsqueeze(0)
+    critic_loss = 0.5 * (weighted * error).mean(dim=1).sum()
+    if weight is not None:
+        batch["td_error"] = error.abs().amax(dim=0)
     q_pi_min, q_pi_argmin = q_pi.min(dim=0)
     sac_loss = (alpha * policy_log_prob - q_pi_min).mean()
 
     # dL/dQ: critic loss on the first half, -min_i Q_i(s, pi(s)) / B on the second.
     grad_q = torch.zeros_like(q_all)
-    torch.div(error, rows, out=grad_q[:, :rows])
+    torch.div(weighted, rows, out=grad_q[:, :rows])
     grad_q[:, rows:].scatter_(0, q_pi_argmin.unsqueeze(0), -1.0 / rows)
     grad_action = critic_backward(critic, critic_activations, grad_q, rows, act_dim)
 

@@ -115,7 +115,8 @@ class SACLag(SAC):
             target = cost_q_target(batch["cost"], batch["terminated"],
                                    self.target_cost_critic(next_x, next_action), self.config.gamma)
         self.cost_optimizer.zero_grad(set_to_none=True)
-        cost_loss = critic_loss(self.cost_critic(x, batch["action"]), target)
+        cost_loss = critic_loss(self.cost_critic(x, batch["action"]), target,
+                                batch.get("weight"))
         metrics = super().autograd_gradients(batch, x, next_x, alpha)  # backward of SAC's part
         cost_loss.backward()
         self.cost_optimizer.step()

@@ -15,7 +15,7 @@ from pydantic import Field
 from torch import nn
 
 from agentic_rl.algos.base import ActMode, check_mode
-from agentic_rl.algos.losses import critic_loss
+from agentic_rl.algos.losses import critic_loss, td_error
 from agentic_rl.algos.sac_config import DemoConfig, NetworkConfig, OffPolicyUpdateConfig
 from agentic_rl.algos.spaces import ActionBox, flat_learner_from_config
 from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage, build_replay_storage
@@ -114,8 +114,8 @@ class TD3:
         cfg = self.config
         return build_replay_storage(spec, ReplaySettings(
             self.obs_normalizer.mean.shape[0], self.goal_dim, self.act_dim,
-            cfg.batch_size, cfg.updates_per_step, cfg.her), cfg, self.env_to_unit,
-            self.observe)
+            cfg.batch_size, cfg.updates_per_step, cfg.her, prioritized=cfg.prioritized), cfg,
+            self.env_to_unit, self.observe)
 
     def observe(self, episode: dict[str, torch.Tensor]) -> None:
         """Normaliser statistics from one episode's states ``[T, ...]``."""
@@ -134,7 +134,10 @@ class TD3:
                                    self.generator)
             target = td3_target(b["reward"], b["terminated"],
                                 self.target_critic(next_x, next_action), cfg.gamma)
-        loss = critic_loss(self.critic(x, b["action"]), target)
+        q = self.critic(x, b["action"])
+        loss = critic_loss(q, target, b.get("weight"))
+        if "weight" in b:  # prioritised replay: the priorities' new TD errors
+            batch["td_error"] = td_error(q.detach(), target).cpu()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()

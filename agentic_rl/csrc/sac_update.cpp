@@ -386,7 +386,8 @@ Tensor sac_gradients(const Tensor& obs, const Tensor& next_obs, const std::optio
                      TensorList actor_grads, TensorList critic, TensorList critic_grads,
                      TensorList target, const Tensor& log_alpha, const Tensor& log_alpha_grad,
                      double gamma, double target_entropy, TensorList adam_state,
-                     at::ArrayRef<double> adam_lrs, at::ArrayRef<double> adam_hyper) {
+                     at::ArrayRef<double> adam_lrs, at::ArrayRef<double> adam_hyper,
+                     const std::optional<Tensor>& weight, const std::optional<Tensor>& td_error) {
   const FlushDenormals flush;  // Adam's state decays into denormals, which run many times slower
   for (const Tensor* t : {&action, &reward, &terminated, &noise}) check(*t, "input");
   for (TensorList list : {actor, actor_grads, critic, critic_grads, target})
@@ -403,6 +404,11 @@ Tensor sac_gradients(const Tensor& obs, const Tensor& next_obs, const std::optio
   TORCH_CHECK(action.dim() == 2 && action.size(0) == B, "action must be [B, act_dim]");
   TORCH_CHECK(reward.sizes() == at::IntArrayRef{B}, "reward must be [B]");
   TORCH_CHECK(terminated.sizes() == at::IntArrayRef{B}, "terminated must be [B]");
+  for (const std::optional<Tensor>* t : {&weight, &td_error})
+    if (t->has_value()) {
+      check(**t, "prioritised replay input");
+      TORCH_CHECK((*t)->sizes() == at::IntArrayRef{B}, "weight and td_error must be [B]");
+    }
   TORCH_CHECK(noise.size(0) == 2 * B && noise.size(1) == a, "noise must be [2B, act_dim]");
   TORCH_CHECK(!has_proto || proto_action->sizes() == at::IntArrayRef({P, a}),
               "prototype actions must be [P, act_dim]");
@@ -520,12 +526,18 @@ Tensor sac_gradients(const Tensor& obs, const Tensor& next_obs, const std::optio
   {
     const float *q = ptr(q_all), *y = ptr(td_target), *lp = ptr(log_prob) + B;
     float* g = ptr(grad_q);
+    // prioritised replay: the squared errors weighted by w [B]; |error|, largest over the
+    // ensemble, written to td_error [B]
+    const float* w = weight.has_value() ? ptr(*weight) : nullptr;
+    float* td = td_error.has_value() ? ptr(*td_error) : nullptr;
     for (int64_t i = 0; i < members; ++i)
       for (int64_t b = 0; b < B; ++b) {
         const float error = q[i * 2 * B + b] - y[b];
-        critic_loss += 0.5 * error * error / B;
+        const float weighted = w != nullptr ? w[b] * error : error;
+        critic_loss += 0.5 * weighted * error / B;
         q_sum += q[i * 2 * B + b];
-        g[i * 2 * B + b] = error / B;
+        g[i * 2 * B + b] = weighted / B;
+        if (td != nullptr) td[b] = i == 0 ? std::fabs(error) : std::max(td[b], std::fabs(error));
       }
     for (int64_t b = 0; b < B; ++b) {
       int64_t best = 0;
@@ -674,7 +686,8 @@ TORCH_LIBRARY(agentic_rl, m) {
       "Tensor(a!)[] actor, Tensor(b!)[] actor_grads, Tensor(c!)[] critic, "
       "Tensor(d!)[] critic_grads, Tensor(e!)[] target_critic, Tensor(f!) log_alpha, "
       "Tensor(g!) log_alpha_grad, float gamma, float target_entropy, Tensor(h!)[] adam_state, "
-      "float[] adam_lrs, float[] adam_hyper) -> Tensor");
+      "float[] adam_lrs, float[] adam_hyper, Tensor? weight=None, Tensor(i!)? td_error=None) "
+      "-> Tensor");
   m.impl("sac_gradients", c10::DispatchKey::CPU, &sac_gradients);
   m.def(
       "sac_act(Tensor obs, Tensor? goal, Tensor? noise, Tensor[] normalizers, float[] clips, "

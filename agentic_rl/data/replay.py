@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from agentic_rl.data.her import RewardFn, relabel_offsets
+from agentic_rl.data.priorities import Priorities
 
 FIELDS = ("obs", "achieved_goal", "desired_goal", "action", "reward", "next_obs",
           "next_achieved_goal", "terminated")
@@ -46,6 +47,9 @@ class ReplayBuffer:
         self._np = {name: self.storage[name].numpy() for name in FIELDS}
         self._np_start, self._np_length = self.episode_start.numpy(), self.episode_length.numpy()
         self._np_current = self.current_start.numpy()
+        # per flat slot, for prioritised sampling (``ReplayStorage`` sets it): kept in step with
+        # which slots are sampleable
+        self.priorities: Priorities | None = None
 
     def __len__(self) -> int:
         return (self.capacity if self.full else self.pos) * self.num_envs
@@ -78,7 +82,10 @@ class ReplayBuffer:
         for env in np.flatnonzero(end).tolist():
             start = int(self._np_current[env])
             length = (pos - start) % self.capacity + 1
-            self._np_length[(start + np.arange(length)) % self.capacity, env] = length
+            rows = (start + np.arange(length)) % self.capacity
+            self._np_length[rows, env] = length
+            if self.priorities is not None:
+                self.priorities.add(rows * self.num_envs + env)
         self.pos = (pos + 1) % self.capacity
         self.full = self.full or self.pos == 0
         self._np_current[end] = self.pos
@@ -87,7 +94,10 @@ class ReplayBuffer:
         """Before row ``row`` is overwritten, unmark the old episodes that pass through it."""
         for env in np.flatnonzero(self._np_length[row]).tolist():
             start, length = int(self._np_start[row, env]), int(self._np_length[row, env])
-            self._np_length[(start + np.arange(length)) % self.capacity, env] = 0
+            rows = (start + np.arange(length)) % self.capacity
+            self._np_length[rows, env] = 0
+            if self.priorities is not None:
+                self.priorities.remove(rows * self.num_envs + env)
 
     def last_episode(self, env: int) -> dict[str, torch.Tensor]:
         """The steps ``[L, ...]`` of env ``env``'s episode that ended at the latest ``add``."""
@@ -114,8 +124,10 @@ class ReplayBuffer:
 
     def sample(self, batch_size: int, generator: torch.Generator, her_strategy: str = "none",
                relabel_ratio: float = 0.0, reward_fn: RewardFn | None = None,
-               success_fn: RewardFn | None = None) -> dict[str, torch.Tensor]:
-        """Uniform over finished episodes' transitions; relabel a fraction of goals.
+               success_fn: RewardFn | None = None, flat: torch.Tensor | None = None
+               ) -> dict[str, torch.Tensor]:
+        """Uniform over finished episodes' transitions (or the flat slots ``flat [B]`` drawn
+        by the caller, e.g. by priority); relabel a fraction of goals.
 
         ``success_fn`` (only for envs that terminate on success) recomputes ``terminated`` for
         the relabelled goals.
@@ -125,11 +137,12 @@ class ReplayBuffer:
             ``terminated [B]``, ``desired_goal [B, g]`` (the possibly relabelled goal),
             ``achieved_goal`` and ``next_achieved_goal [B, g]``.
         """
-        valid = self.valid_indices()
-        if valid.numel() == 0:
-            raise RuntimeError("no finished episode in the replay buffer yet; raise "
-                               "training.learning_starts above one episode length")
-        flat = valid[torch.randint(valid.numel(), (batch_size,), generator=generator)]
+        if flat is None:
+            valid = self.valid_indices()
+            if valid.numel() == 0:
+                raise RuntimeError("no finished episode in the replay buffer yet; raise "
+                                   "training.learning_starts above one episode length")
+            flat = valid[torch.randint(valid.numel(), (batch_size,), generator=generator)]
         batch = {name: self._flat[name].index_select(0, flat) for name in FIELDS}
         if her_strategy != "none" and relabel_ratio > 0:
             if reward_fn is None:

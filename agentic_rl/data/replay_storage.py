@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from agentic_rl.data.checkpoint import prefixed, with_prefix
+from agentic_rl.data.priorities import Priorities, importance_weights
 from agentic_rl.data.prototypes import PrototypeBuffer
 from agentic_rl.data.replay import ReplayBuffer
 from agentic_rl.data.skills import SkillManager
@@ -42,6 +43,7 @@ class ReplaySettings:
     self_prototype_capacity: int = 0
     prototype_capacity: int = 100_000
     prototype_sampling: str = "uniform"
+    prioritized: Any = None  # algos.sac_config.PrioritizedReplayConfig; None: uniform replay
 
 
 def replay_shapes(obs_dim: int, goal_dim: int, act_dim: int) -> dict[str, tuple[int, ...]]:
@@ -67,14 +69,24 @@ def episode_states(steps: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 class ReplayStorage:
     """See the module docstring. ``demos`` is the learner's demonstration settings
-    (``algos.sac_config.DemoConfig``: demo file, skills)."""
+    (``algos.sac_config.DemoConfig``: demo file, skills).
+
+    With ``settings.prioritized`` the online and the demo replay each draw by priority
+    (``data.priorities``), the demo share of a batch stays what it is uniformly, and batches
+    carry ``weight [B]`` (importance-sampling weights, normalised by the batch's largest) and
+    ``index [B]``; the learner writes ``td_error [B]`` into the batch, and the loop hands it
+    back to ``update_priorities``. A HER-relabelled sample's TD error is the one for its new
+    goal: a stored transition's priority is the TD error of the goal it was last drawn with,
+    so it estimates how much the transition still teaches over the goals HER gives it."""
 
     def __init__(self, spec: StorageSpec, settings: ReplaySettings, demos: Any) -> None:
         self.spec, self.settings, self.demos = spec, settings, demos
         shapes = replay_shapes(settings.obs_dim, settings.goal_dim, settings.act_dim)
         capacity = max(spec.buffer_size // spec.num_envs, spec.horizon + 1)
         self.replay = ReplayBuffer(capacity, spec.num_envs, shapes)
+        self.replay.priorities = self.new_priorities(capacity * spec.num_envs)
         self.demo_replay: ReplayBuffer | None = None
+        self.env_steps = 0  # the latest ``owed`` call's (anneals the weights' exponent)
         names = [s.name for s in demos.skills] or [DEFAULT_SKILL]
         self.skills = SkillManager(names, demos.skill_selection,
                                    {s.name: s.task_ids for s in demos.skills})
@@ -106,6 +118,7 @@ class ReplayStorage:
             total = sum(int(e["reward"].shape[0]) for _, e, _, _ in episodes)
             self.demo_replay = ReplayBuffer(total, 1, replay_shapes(
                 self.settings.obs_dim, self.settings.goal_dim, self.settings.act_dim))
+            self.demo_replay.priorities = self.new_priorities(total)
             for _, episode, _, _ in episodes:
                 self.demo_replay.add_episode(episode)
 
@@ -133,8 +146,13 @@ class ReplayStorage:
                                    episode_return=float(episode["return"]))
         self.task_id = task_id
 
+    def new_priorities(self, slots: int) -> Priorities | None:
+        config = self.settings.prioritized
+        return None if config is None else Priorities(slots, config.alpha, config.epsilon)
+
     # ------------------------------------------------------------------------- reading
     def owed(self, env_steps: int, new_steps: int) -> list[None]:
+        self.env_steps = env_steps
         if env_steps < self.spec.learning_starts:
             return []
         return [None] * (self.settings.updates_per_step * new_steps)
@@ -142,17 +160,20 @@ class ReplayStorage:
     def sample(self, request: None, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """A replay batch (demos mixed in by their share) with HER relabelling, plus the
         current skill's prototype batch where the algorithm asked for one."""
-        size, her = self.settings.batch_size, self.her
+        size = self.settings.batch_size
         online = self.replay.num_sampleable()
         demos = self.demo_replay.num_sampleable() if self.demo_replay is not None else 0
         demo_count = round(size * demos / max(online + demos, 1))
         parts = []
         if size - demo_count > 0:
-            parts.append(self.replay.sample(size - demo_count, generator, **her))
+            parts.append(self.draw(self.replay, size - demo_count, generator, 0))
         if demo_count > 0:
-            parts.append(self.demo_replay.sample(demo_count, generator, **her))
+            parts.append(self.draw(self.demo_replay, demo_count, generator,
+                                   self.replay.capacity * self.replay.num_envs))
         batch = {k: torch.cat([p[k] for p in parts]) for k in parts[0]} if len(parts) > 1 \
             else parts[0]
+        if self.settings.prioritized is not None:
+            batch["weight"] = (batch["weight"] / batch["weight"].max()).float()
         if self.cost_fn is not None:
             batch["cost"] = self.cost_fn(batch)
         if self.settings.prototype_batch_size is not None:
@@ -165,7 +186,36 @@ class ReplayStorage:
         self.updates_done += 1
         return batch
 
+    def draw(self, buffer: ReplayBuffer, count: int, generator: torch.Generator,
+             offset: int) -> dict[str, torch.Tensor]:
+        """``count`` transitions of ``buffer``, uniformly or by priority (then with unnormalised
+        ``weight`` and ``index`` = ``offset`` + the buffer's flat slot)."""
+        if buffer.priorities is None:
+            return buffer.sample(count, generator, **self.her)
+        flat, probability = buffer.priorities.sample(count, generator)
+        batch = buffer.sample(count, generator, **self.her, flat=flat)
+        batch["weight"] = importance_weights(probability, buffer.num_sampleable(), self.beta())
+        batch["index"] = flat + offset
+        return batch
+
+    def beta(self) -> float:
+        """The importance-sampling exponent: linear from its start value to 1 over the run."""
+        start = self.settings.prioritized.beta
+        progress = min(1.0, self.env_steps / max(self.spec.total_timesteps, 1))
+        return start + (1.0 - start) * progress
+
+    def update_priorities(self, index: torch.Tensor, td_error: torch.Tensor) -> None:
+        """The TD errors ``[B]`` a learner measured on the batch with ``index [B]``."""
+        online_slots = self.replay.capacity * self.replay.num_envs
+        demo = index >= online_slots
+        self.replay.priorities.update(index[~demo], td_error[~demo])
+        if demo.any():
+            self.demo_replay.priorities.update(index[demo] - online_slots, td_error[demo])
+
     def metrics(self) -> dict[str, float]:
+        if self.settings.prioritized is not None:
+            return {**self.skills.metrics(), "replay/beta": self.beta(),
+                    "replay/max_priority": self.replay.priorities.max_priority}
         return self.skills.metrics()
 
     # ------------------------------------------------------------------------- state
@@ -175,6 +225,10 @@ class ReplayStorage:
             arrays |= with_prefix(self.demo_replay.state_arrays(), "demo_replay")
         for name, buffer in self.prototypes.items():
             arrays |= with_prefix(buffer.state_arrays(), f"prototypes.{name}")
+        for name, buffer in (("replay", self.replay), ("demo_replay", self.demo_replay)):
+            if buffer is not None and buffer.priorities is not None:
+                used = len(buffer)  # slots written so far
+                arrays |= with_prefix(buffer.priorities.state_arrays(used), f"{name}.priorities")
         meta = {"skills": self.skills.state_dict(), "current_skills": self.current_skills,
                 "task_id": self.task_id, "updates_done": self.updates_done,
                 "goals": None if self.goals is None else self.goals.tolist()}
@@ -187,6 +241,12 @@ class ReplayStorage:
             self.demo_replay.load_state_arrays(prefixed(arrays, "demo_replay"))
         for name, buffer in self.prototypes.items():
             buffer.load_state_arrays(prefixed(arrays, f"prototypes.{name}"))
+        for name, buffer in (("replay", self.replay), ("demo_replay", self.demo_replay)):
+            if buffer is not None and buffer.priorities is not None:
+                if f"{name}.priorities/leaves" not in arrays:
+                    raise ValueError("the checkpoint was saved without prioritized replay; "
+                                     "resume it with the same algorithm.prioritized setting")
+                buffer.priorities.load_state_arrays(prefixed(arrays, f"{name}.priorities"))
         self.skills.load_state_dict(meta["skills"])
         self.current_skills = list(meta["current_skills"])
         self.task_id, self.updates_done = meta["task_id"], int(meta["updates_done"])

@@ -31,6 +31,7 @@ class StorageSpec:
     env_name: str = ""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     goal_region: Any = None
+    total_timesteps: int = 0  # the run's env-step budget (schedules over training)
 
 
 @dataclass

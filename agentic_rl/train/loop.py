@@ -174,12 +174,22 @@ class Updates:
             for key, value in run.algo.update(batch).items():
                 self.sums[key] += value
                 self.counts[key] += 1
+            if isinstance(batch, dict) and "weight" in batch:
+                give_priorities(run, batch)
         self.pending = []
 
     def means(self) -> dict[str, float]:
         means = {k: v / self.counts[k] for k, v in self.sums.items()}
         self.sums, self.counts = defaultdict(float), defaultdict(int)
         return means
+
+
+def give_priorities(run: Run, batch: dict) -> None:
+    """Hand a prioritised batch's TD errors, written by the learner, back to the storage."""
+    if "td_error" not in batch:
+        raise RuntimeError(f"{type(run.algo).__name__} does not support prioritized replay "
+                           "(its update wrote no td_error); remove algorithm.prioritized")
+    run.storage.update_priorities(batch["index"], batch["td_error"])
 
 
 def log_training(run: Run, logger: Logger, updates: Updates,

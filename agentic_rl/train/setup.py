@@ -82,7 +82,7 @@ def build_run(config: ExperimentConfig, run_dir: Path) -> Run:
     storage = algo.make_storage(StorageSpec(
         envs.num_envs, training.buffer_size, horizon_of(eval_env), training.learning_starts,
         goal_functions(eval_env), training.seed, curriculum.task_id, env_cfg.name,
-        dict(env_cfg.kwargs), env_cfg.goal_region))
+        dict(env_cfg.kwargs), env_cfg.goal_region, training.total_timesteps))
     run = Run(config, run_dir, envs, eval_env, algo, storage, curriculum,
               np.random.default_rng(training.seed), torch.Generator().manual_seed(training.seed))
     run.safety = build_safety(config, eval_env)

@@ -37,13 +37,15 @@ def steps_to(history: list[dict], target: float) -> int | None:
     return reached[0] if reached else None
 
 
-def run_ours(label, config_path, target, budget, eval_freq, seed, out_dir, eval_episodes):
+def run_ours(label, config_path, target, budget, eval_freq, seed, out_dir, eval_episodes,
+             extra_overrides=()):
     overrides = [f"training.seed={seed}", f"training.total_timesteps={budget}",
                  f"training.eval_freq={eval_freq}", f"training.stop_success_rate={target}",
                  f"training.num_eval_episodes={eval_episodes}",
-                 f"training.checkpoint_freq={budget}"]
+                 f"training.checkpoint_freq={budget}", *extra_overrides]
     config = load_config(REPO / config_path, overrides)
-    run_dir = out_dir / f"{Path(config_path).stem}_seed{seed}_{int(time.time())}"
+    name = label.replace(" ", "_").replace("+", "")
+    run_dir = out_dir / f"{Path(config_path).stem}_{name}_seed{seed}_{int(time.time())}"
     summary = train(config, run_dir, show_progress=False)
     history = summary["eval_history"]
     return {"method": label, "seed": seed, "steps_to_target": steps_to(history, target),

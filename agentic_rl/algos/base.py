@@ -68,7 +68,9 @@ class Algorithm(Protocol):
         ...
 
     def update(self, batch: Any) -> dict[str, float]:
-        """One gradient step on a batch from the storage; returns metrics."""
+        """One gradient step on a batch from the storage; returns metrics. A replay batch with
+        ``weight [B]`` (prioritised replay) weights the critic loss by it and gets
+        ``td_error [B]`` (``|TD error|``) written into it for the storage's priorities."""
         ...
 
     def state_dict(self) -> dict[str, Any]:

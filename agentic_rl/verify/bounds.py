@@ -37,6 +37,7 @@ from agentic_rl.verify.layers import (
     Affine,
     Clamp,
     layernorm_interval,
+    layernorm_relaxation,
     layers_of,
     linear_parts,
     monotone,
@@ -105,6 +106,7 @@ class LinearBounds:
     lo: Tensor
     hi: Tensor
     from_input: bool
+    layer_inputs: list[tuple[Tensor, Tensor]] | None = None  # bounds of each layer's input
 
 
 def _backward(layers: list[nn.Module], relax: dict, spec: Tensor | None, stop: int,
@@ -135,6 +137,11 @@ def _backward(layers: list[nn.Module], relax: dict, spec: Tensor | None, stop: i
             weight, bias = linear_parts(layer)
             ub, lb = ub + uA @ bias, lb + lA @ bias
             uA, lA = (uA * weight, lA * weight) if isinstance(layer, Affine) else (uA @ weight, lA @ weight)
+        elif isinstance(layer, nn.LayerNorm):  # J x + lower <= LN(x) <= J x + upper
+            jacobian, lower, upper = relax[index]
+            ub = ub + _constant(uA, upper, lower)
+            lb = lb + _constant(lA, lower, upper)
+            uA, lA = uA @ jacobian, lA @ jacobian
         elif (uA.dim() == 2 and index - 1 >= stop and isinstance(layers[index - 1], nn.Linear)
               and uA.shape[0] > layers[index - 1].in_features):  # fusing is cheaper only then
             (uA, ub), (lA, lb) = _fused_relaxation_linear(uA, ub, lb, relax[index], layers[index - 1])
@@ -150,6 +157,14 @@ def _backward(layers: list[nn.Module], relax: dict, spec: Tensor | None, stop: i
     if uA.dim() == 2:
         uA, lA = uA.expand(batch, -1, -1), lA.expand(batch, -1, -1)
     return LinearBounds(lA, lb, uA, ub, lo, hi, stop == 0)
+
+
+def _constant(coef: Tensor, positive_side: Tensor, negative_side: Tensor) -> Tensor:
+    """``coef+ @ positive_side + coef- @ negative_side`` for ``coef [k, n]`` or ``[B, k, n]``
+    and sides ``[B, n]`` -> ``[B, k]``."""
+    positive = coef.clamp_min(0)
+    return ((positive @ positive_side[..., None]) + ((coef - positive)
+                                                      @ negative_side[..., None]))[..., 0]
 
 
 def _fused_relaxation_linear(coef: Tensor, ub: Tensor, lb: Tensor, relax: tuple[Tensor, ...],
@@ -195,6 +210,7 @@ class CrownState:
     box: tuple[Tensor, Tensor]
     lo: Tensor
     hi: Tensor
+    inputs: list[tuple[Tensor, Tensor]]  # bounds of each layer's input
 
 
 def crown_intermediate(net: nn.Module, low: Tensor, high: Tensor) -> CrownState:
@@ -207,11 +223,17 @@ def crown_intermediate(net: nn.Module, low: Tensor, high: Tensor) -> CrownState:
     lo, hi, _ = _boxes(low, high)
     layers = layers_of(net)
     relax: dict[int, tuple[Tensor, ...]] = {}
-    stop, box = 0, (lo, hi)
+    stop, box, inputs = 0, (lo, hi), []
     for index, layer in enumerate(layers):
+        inputs.append((lo, hi))
         if isinstance(layer, nn.LayerNorm):
-            lo, hi = layernorm_interval(layer, lo, hi)
-            stop, box = index + 1, (lo, hi)
+            relax[index] = layernorm_relaxation(layer, lo, hi)
+            jacobian, lower, upper = relax[index]
+            mid, rad = ((lo + hi) / 2)[..., None], ((hi - lo) / 2)[..., None]
+            centre, spread = (jacobian @ mid)[..., 0], (jacobian.abs() @ rad)[..., 0]
+            ln_lo, ln_hi = layernorm_interval(layer, lo, hi)
+            lo, hi = torch.maximum(ln_lo, centre - spread + lower), torch.minimum(
+                ln_hi, centre + spread + upper)
             continue
         if not isinstance(layer, (nn.Linear, Affine)):
             relax[index] = relaxation(layer, lo, hi)
@@ -237,7 +259,7 @@ def crown_intermediate(net: nn.Module, low: Tensor, high: Tensor) -> CrownState:
         else:
             lo[:, rows] = torch.maximum(lo[:, rows], crown.lo)
             hi[:, rows] = torch.minimum(hi[:, rows], crown.hi)
-    return CrownState(layers, relax, stop, box, lo, hi)
+    return CrownState(layers, relax, stop, box, lo, hi, inputs)
 
 
 def crown_linear_bounds(net: nn.Module, low: Tensor, high: Tensor,
@@ -250,6 +272,7 @@ def crown_linear_bounds(net: nn.Module, low: Tensor, high: Tensor,
     spec = check_spec(spec, state.lo.shape[-1])
     result = _backward(state.layers, state.relax, spec, state.stop, state.box)
     result.lo, result.hi = intersect_spec(result.lo, result.hi, spec, state.lo, state.hi)
+    result.layer_inputs = state.inputs
     return result
 
 

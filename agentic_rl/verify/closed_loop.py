@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from agentic_rl.verify.bounds import crown_linear_bounds
+from agentic_rl.verify.rounding import rounding_bound
 from agentic_rl.verify.layers import layers_of
 from agentic_rl.verify.prove import _net_dtype, _split_widest
 from agentic_rl.verify.result import VerifyResult
@@ -65,8 +66,12 @@ def _property_box_check(prop, start: int, stop: int) -> BoxCheck:
 
 def step_boxes(net: nn.Module, model: AffineStepModel, lo: Tensor, hi: Tensor
                ) -> tuple[Tensor, Tensor]:
-    """Sound box of the next state for every state box ``lo, hi [B, n]``."""
+    """Sound box of the next state for every state box ``lo, hi [B, n]`` (the actions as the
+    network computes them in floating point: widened by its rounding bound)."""
     bounds = crown_linear_bounds(net, lo, hi)
+    error = rounding_bound(net, lo, hi)  # [B, k]
+    bounds.lb, bounds.ub = bounds.lb - error, bounds.ub + error
+    bounds.lo, bounds.hi = bounds.lo - error, bounds.hi + error
     if not bounds.from_input:  # a LayerNorm cut the linear chain: use constant action bounds
         zeros = torch.zeros(lo.shape[0], bounds.lo.shape[1], lo.shape[1], dtype=torch.float64)
         bounds.lA, bounds.uA, bounds.lb, bounds.ub = zeros, zeros, bounds.lo, bounds.hi

@@ -6,10 +6,11 @@ A SAC/OPD checkpoint's ``model.safetensors`` holds (under ``algo.``) the actor's
 (``obs_normalizer.mean/var``, ``goal_normalizer.mean/var``; the shorter ``obs_norm.`` /
 ``goal_norm.`` prefixes are accepted too). The policy the agent executes is
 
-    tanh(mean_head(trunk(concat(clamp((obs - m_o) / sqrt(v_o + eps), -clip, clip),
-                                clamp((goal - m_g) / sqrt(v_g + eps), -clip, clip)))))
+    tanh(mean_head(trunk(concat(clamp((obs - m_o) * rsqrt(v_o + eps), -clip, clip),
+                                clamp((goal - m_g) * rsqrt(v_g + eps), -clip, clip)))))
 
-optionally mapped from [-1, 1] to the environment's action box. ``policy_from_tensors`` returns
+with the statistics rounded to float32 as the agent rounds them, optionally mapped from
+[-1, 1] to the environment's action box by ``ActionBox.to_env``'s float32 scale and offset. ``policy_from_tensors`` returns
 exactly that as an ``nn.Sequential`` of verifiable layers (``Affine``, ``Clamp``, trunk, head,
 ``Tanh``[, ``Affine``]).
 """
@@ -101,14 +102,15 @@ def policy_from_tensors(
     in_dim = actor_layers[0].in_features
     parts = [_normaliser(tensors, prefix, ("obs_normalizer", "obs_norm")),
              _normaliser(tensors, prefix, ("goal_normalizer", "goal_norm"))]
-    scale, shift, low, high, used = [], [], [], [], 0
+    scale, centre, low, high, used = [], [], [], [], 0
     for stats, enabled in zip(parts, normalize):
         if stats is None or used == in_dim:
             continue
         mean, var = stats
-        std = torch.sqrt(var + eps) if enabled else torch.ones_like(var)
-        scale.append(1.0 / std)
-        shift.append(-mean / std if enabled else torch.zeros_like(mean))
+        # what RunningNormalizer runs: float32(mean) and float32(rsqrt(var + eps))
+        scale.append(torch.rsqrt(var + eps).float().double() if enabled
+                     else torch.ones_like(var))
+        centre.append(mean.float().double() if enabled else torch.zeros_like(mean))
         limit = clip if enabled else float("inf")
         low.append(torch.full_like(mean, -limit))
         high.append(torch.full_like(mean, limit))
@@ -116,12 +118,13 @@ def policy_from_tensors(
     if used != in_dim:
         raise ValueError(f"normaliser statistics cover {used} inputs but the actor takes {in_dim}; "
                          f"expected {prefix}obs_normalizer.mean/var (and goal_normalizer) keys")
-    layers: list[nn.Module] = [Affine(torch.cat(scale), torch.cat(shift)),
+    layers: list[nn.Module] = [Affine(torch.cat(scale), centre=torch.cat(centre)),
                                Clamp(torch.cat(low), torch.cat(high)), *actor_layers]
     if (action_low is None) != (action_high is None):
         raise ValueError("give both action_low and action_high, or neither")
-    if action_low is not None:
-        a_low = torch.as_tensor(action_low, dtype=torch.float64)
-        a_high = torch.as_tensor(action_high, dtype=torch.float64)
-        layers.append(Affine((a_high - a_low) / 2, (a_high + a_low) / 2))
+    if action_low is not None:  # algos.spaces.ActionBox.to_env's float32 scale and offset
+        a_low = torch.as_tensor(action_low, dtype=torch.float32)
+        a_high = torch.as_tensor(action_high, dtype=torch.float32)
+        a_scale = 0.5 * (a_high - a_low)
+        layers.append(Affine(a_scale.double(), (a_low + a_scale).double()))
     return nn.Sequential(*layers).requires_grad_(False)

@@ -10,8 +10,11 @@ proved, ``falsified`` only with an input whose actual network output violates, a
 when the box or time budget runs out (its details then give ``violation_upper_bound``, a sound
 upper bound of ``max_j (spec_matrix @ y - spec_bias)_j`` over the whole box).
 
-``margin`` (default 1e-6) makes proofs robust to the float32 rounding of the deployed network
-(bounds are computed in float64 on the exact weights).
+A proof holds for the network as it runs in floating point (float32 for the agent's actor),
+not only for its real-number idealisation: each box's bound is raised by a rigorous bound of
+the rounding (``rounding.py``), and ``margin`` (default 1e-9) covers the float64 arithmetic of
+the bounds themselves. Action bounds of a tanh-squashed policy are proved on the values before
+the tanh (``tanh_head.py``), so saturated actions do not need a margin past 1.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from torch import nn
 
 from agentic_rl.verify.bounds import crown_linear_bounds
 from agentic_rl.verify.result import VerifyResult
+from agentic_rl.verify.rounding import outward, rounding_bound
+from agentic_rl.verify.tanh_head import pre_tanh_problem
 from agentic_rl.verify.search import (
     SearchResult,
     bounds_spec,
@@ -67,7 +72,7 @@ def _split_widest(lo: Tensor, hi: Tensor, width0: Tensor,
 def branch_and_bound(
     net: nn.Module, low: Tensor, high: Tensor, spec_matrix: Tensor, spec_bias: Tensor,
     max_boxes: int = 20_000, max_seconds: float = 1.0, batch_size: int = 64,
-    margin: float = 1e-6, name: str = "property",
+    margin: float = 1e-9, name: str = "property",
 ) -> VerifyResult:
     """Prove ``spec_matrix @ net(x) <= spec_bias`` for all x in ``[low, high]`` (each ``[d]``).
 
@@ -76,11 +81,13 @@ def branch_and_bound(
         max_boxes: budget of boxes bounded; max_seconds: budget of wall-clock time (no batch is
             started that the previous batch's duration says would end past it).
         batch_size: boxes bounded per CROWN call.
-        margin: a box is proved when every upper bound is ``<= -margin``.
+        margin: a box is proved when every upper bound, rounding included, is ``<= -margin``.
     """
     start = time.perf_counter()
     low, high, spec_matrix, spec_bias = (torch.as_tensor(t, dtype=torch.float64).detach()
                                          for t in (low, high, spec_matrix, spec_bias))
+    region = (low, high)  # counterexamples lie in it; bounds cover what the network receives
+    low, high = outward(low, high, _net_dtype(net))
     queue_lo, queue_hi, queue_bound = low[None], high[None], torch.full((1,), torch.inf)
     width0, explored, last_batch, root_bound = high - low, 0, 0.0, None
     while queue_lo.shape[0]:
@@ -100,7 +107,7 @@ def branch_and_bound(
         if not keep.any():
             continue
         lo, hi, upper = lo[keep], hi[keep], upper[keep]
-        found = _falsify_at_centres(net, lo, hi, spec_matrix, spec_bias)
+        found = _falsify_at_centres(net, lo, hi, spec_matrix, spec_bias, region)
         if found is not None:
             return VerifyResult(name, "falsified", time.perf_counter() - start,
                                 found.point.tolist(), found.output.tolist(),
@@ -124,13 +131,15 @@ def branch_and_bound(
 
 def _bound_boxes(net: nn.Module, lo: Tensor, hi: Tensor, spec_matrix: Tensor,
                  spec_bias: Tensor) -> tuple[Tensor, Tensor | None]:
-    """Upper bound of the violation margin per box ``[B]`` and a split score ``[B, d]``.
+    """Upper bound of the violation margin per box ``[B]`` (the network's rounding included)
+    and a split score ``[B, d]``.
 
     The score is ``|coefficient| * width`` of the worst row's CROWN bound (None when a LayerNorm
     cuts the linear chain to the input).
     """
     bounds = crown_linear_bounds(net, lo, hi, spec_matrix)
-    rows_upper = bounds.hi - spec_bias
+    rounding = rounding_bound(net, lo, hi, inputs=bounds.layer_inputs) @ spec_matrix.abs().T
+    rows_upper = bounds.hi + rounding - spec_bias
     upper, worst_row = rows_upper.max(-1)
     if not bounds.from_input:
         return upper, None
@@ -139,13 +148,15 @@ def _bound_boxes(net: nn.Module, lo: Tensor, hi: Tensor, spec_matrix: Tensor,
 
 
 def _falsify_at_centres(net: nn.Module, lo: Tensor, hi: Tensor, spec_matrix: Tensor,
-                        spec_bias: Tensor) -> SearchResult | None:
-    """The first box centre ``[d]`` whose (replayed) output violates the property, if any."""
-    centres = ((lo + hi) / 2).to(_net_dtype(net))
+                        spec_bias: Tensor, region: tuple[Tensor, Tensor]
+                        ) -> SearchResult | None:
+    """The first box centre ``[d]``, moved into ``region``, whose (replayed) output violates
+    the property, if any."""
+    centres = torch.minimum(torch.maximum((lo + hi) / 2, region[0]), region[1])
     with torch.no_grad():
-        violation = violation_margin(net(centres), spec_matrix, spec_bias)
+        violation = violation_margin(net(centres.to(_net_dtype(net))), spec_matrix, spec_bias)
     for index in torch.nonzero(violation > 0)[:, 0].tolist():
-        found = confirm(net, centres[index], spec_matrix, spec_bias)
+        found = confirm(net, centres[index], spec_matrix, spec_bias, region)
         if found.violates:
             return found
     return None
@@ -177,9 +188,38 @@ def verify_action_property(
         return VerifyResult(name, "falsified", time.perf_counter() - start,
                             found.point.tolist(), found.output.tolist(),
                             {"method": "gradient_search", "violation": found.margin})
-    budget = max(max_seconds - (time.perf_counter() - start), 0.0)
-    result = branch_and_bound(net, low, high, spec_matrix, spec_bias, max_boxes=max_boxes,
-                              max_seconds=budget, name=name)
+    result = _pre_tanh_proof(net, low, high, spec_matrix, spec_bias, max_boxes,
+                             max_seconds - (time.perf_counter() - start), name)
+    if result is None:
+        budget = max(max_seconds - (time.perf_counter() - start), 0.0)
+        result = branch_and_bound(net, low, high, spec_matrix, spec_bias, max_boxes=max_boxes,
+                                  max_seconds=budget, name=name)
     result.seconds = time.perf_counter() - start
     result.details["search_best_margin"] = found.margin
     return result
+
+
+def _pre_tanh_proof(net: nn.Module, low, high, spec_matrix: Tensor, spec_bias: Tensor,
+                    max_boxes: int, seconds: float, name: str) -> VerifyResult | None:
+    """Branch and bound on the values before the policy's tanh (``tanh_head``); a proof or a
+    counterexample of the whole network, else None (the caller bounds the whole network)."""
+    problem = pre_tanh_problem(net, spec_matrix, spec_bias)
+    if problem is None:
+        return None
+    if problem.spec_matrix.shape[0] == 0:
+        return VerifyResult(name, "proved", 0.0, details={
+            "method": "tanh range", "reason": "every bound lies outside the squashed range"})
+    result = branch_and_bound(problem.net, low, high, problem.spec_matrix, problem.spec_bias,
+                              max_boxes=max_boxes, max_seconds=max(seconds / 2, 0.0), name=name)
+    result.details["method"] = "crown+bab before tanh"
+    if result.status == "proved":
+        return result
+    if result.status == "falsified":  # a pre-tanh violation: does the whole network violate?
+        found = confirm(net, torch.tensor(result.counterexample, dtype=torch.float64),
+                        spec_matrix, spec_bias, (torch.as_tensor(low, dtype=torch.float64),
+                                                 torch.as_tensor(high, dtype=torch.float64)))
+        if found.violates:
+            result.output_at_counterexample = found.output.tolist()
+            result.details["violation"] = found.margin
+            return result
+    return None

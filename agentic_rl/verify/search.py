@@ -66,7 +66,8 @@ def search_counterexample(
     """
     param = next(net.parameters(), None)
     dtype = param.dtype if param is not None else torch.float32
-    low, high = torch.as_tensor(low, dtype=dtype), torch.as_tensor(high, dtype=dtype)
+    region = (torch.as_tensor(low, dtype=torch.float64), torch.as_tensor(high, dtype=torch.float64))
+    low, high = region[0].to(dtype), region[1].to(dtype)
     if low.shape != high.shape or low.dim() != 1:
         raise ValueError(f"low and high must both be [d], got {tuple(low.shape)}, {tuple(high.shape)}")
     width = high - low
@@ -88,16 +89,25 @@ def search_counterexample(
             break
         size = width * (0.25 - 0.24 * step / max(steps - 1, 1))
         points = torch.minimum(torch.maximum(points + size * grad.sign(), low), high)
-    return confirm(net, best_point, spec_matrix, spec_bias)
+    return confirm(net, best_point, spec_matrix, spec_bias, region)
 
 
-def confirm(net: nn.Module, point: Tensor, spec_matrix: Tensor, spec_bias: Tensor) -> SearchResult:
+def confirm(net: nn.Module, point: Tensor, spec_matrix: Tensor, spec_bias: Tensor,
+            region: tuple[Tensor, Tensor] | None = None) -> SearchResult:
     """Evaluate one ``point [d]`` on its own (as a user replaying it would) and measure its margin.
 
-    A batched evaluation can differ in the last bits from a single one; only a violation that
-    reproduces on the single evaluation counts.
+    With ``region`` (float64 ``low, high``) the point is first moved into it exactly, in
+    float64, and the network gets it rounded to its own precision (as the agent gets a float32
+    observation); the float64 point is what is reported. A batched evaluation can differ in the
+    last bits from a single one; only a violation that reproduces on the single evaluation
+    counts.
     """
+    point = point.detach()
+    if region is not None:
+        point = torch.minimum(torch.maximum(point.to(torch.float64), region[0]), region[1])
+    param = next(net.parameters(), None)
+    dtype = param.dtype if param is not None else torch.float32
     with torch.no_grad():
-        output = net(point.detach()[None])[0]
+        output = net(point.to(dtype)[None])[0]
     margin = float(violation_margin(output[None], spec_matrix, spec_bias)[0])
-    return SearchResult(point.detach().clone(), output, margin, margin > 0.0)
+    return SearchResult(point.clone(), output, margin, margin > 0.0)

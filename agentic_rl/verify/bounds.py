@@ -10,8 +10,9 @@ Two methods, both sound (every input in the box maps inside the bounds), compute
 
 * **IBP** (interval bound propagation): intervals pushed layer by layer.
 * **CROWN** (backward linear relaxation): each nonlinearity is enclosed between two lines valid on
-  its input interval and the network is back-substituted to the input (or to the output of the
-  latest LayerNorm, which is bounded by interval arithmetic, so the relaxation restarts there).
+  its input interval and the network is back-substituted to the input. A LayerNorm is enclosed
+  between two parallel hyperplanes: its Jacobian at the box centre, with a mean-value remainder
+  bounded by interval arithmetic on the Jacobian over the box (``layernorm_relaxation``).
   ReLU: chord as upper line, adaptive lower slope (1 if ``u > -l`` else 0). Tanh and Clamp: two
   lines parallel to the chord through ``[l, u]``, with intercepts given by the exact minimum and
   maximum of ``f(x) - slope * x`` over ``[l, u]`` (attained at the ends or at the stationary points

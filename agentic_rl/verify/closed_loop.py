@@ -159,17 +159,21 @@ def verify_closed_loop(
                             starts[index].tolist(), action.tolist(),
                             {"method": "model_rollout", "violation_step": step,
                              "trajectory": trajectory.tolist(), **assumption})
-    queue_lo, queue_hi, width0, explored = low[None], high[None], high - low, 0
+    queue_lo, queue_hi, width0, explored, per_box = low[None], high[None], high - low, 0, 0.0
     while queue_lo.shape[0]:
-        if explored >= max_boxes or time.perf_counter() - start_time > max_seconds:
+        elapsed = time.perf_counter() - start_time
+        # no round is started that the last one's time per box says would end past the budget
+        if explored >= max_boxes or elapsed + per_box * queue_lo.shape[0] > max_seconds:
             return VerifyResult(name, "unknown", time.perf_counter() - start_time, details={
                 "method": "closed_loop_crown", "boxes": explored, "horizon": horizon, **assumption})
         lo, hi = queue_lo, queue_hi
         explored += lo.shape[0]
+        round_start = time.perf_counter()
         safe = box_safe(lo, hi)
         for _ in range(horizon):
             lo, hi = step_boxes(net, model, lo, hi)
             safe &= box_safe(lo, hi)
+        per_box = (time.perf_counter() - round_start) / lo.shape[0]
         failed_lo, failed_hi = queue_lo[~safe], queue_hi[~safe]
         queue_lo, queue_hi = _split_widest(failed_lo, failed_hi, width0) if (~safe).any() else (
             failed_lo, failed_hi)

@@ -79,7 +79,7 @@ def branch_and_bound(
     Args:
         spec_matrix: ``[r, k]``; spec_bias: ``[r]``.
         max_boxes: budget of boxes bounded; max_seconds: budget of wall-clock time (no batch is
-            started that the previous batch's duration says would end past it).
+            started that 1.5 times the previous batch's duration says would end past it).
         batch_size: boxes bounded per CROWN call.
         margin: a box is proved when every upper bound, rounding included, is ``<= -margin``.
     """
@@ -92,7 +92,7 @@ def branch_and_bound(
     width0, explored, last_batch, root_bound = high - low, 0, 0.0, None
     while queue_lo.shape[0]:
         batch_start = time.perf_counter()
-        if explored >= max_boxes or batch_start - start + last_batch > max_seconds:
+        if explored >= max_boxes or batch_start - start + 1.5 * last_batch > max_seconds:
             return VerifyResult(name, "unknown", time.perf_counter() - start, details={
                 "method": "crown+bab", "boxes": explored, "open_boxes": int(queue_lo.shape[0]),
                 "violation_upper_bound": float(queue_bound.max()),

@@ -45,8 +45,8 @@ class SumTree:
         if node.min() < self.leaf_start or node.max() >= self.leaf_start + self.size:
             raise IndexError(f"sum-tree index out of range [0, {self.size})")
         self.tree[node] = value
-        while node[0] > 1:
-            node = np.unique(node >> 1)
+        while node[0] > 1:  # repeated parents get the same sum twice: no need to deduplicate
+            node = node >> 1
             self.tree[node] = self.tree[2 * node] + self.tree[2 * node + 1]
 
     def find(self, prefix: np.ndarray) -> np.ndarray:

@@ -147,6 +147,9 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
     tensors, state, _ = load_checkpoint(folder, with_buffers=False)
     config = state.get("config", {})
     env = config.get("environment", {})
+    # the run's thread count (default 1): more threads than free cores make every small
+    # product many times slower, and the time budgets are wall clock
+    torch.set_num_threads(int(config.get("training", {}).get("torch_threads", 1)))
     # the networks' settings: in the algorithm section (older run folders: the agent section)
     activation = {**config.get("agent", {}), **config.get("algorithm", {})}.get("activation",
                                                                                  "relu")

@@ -97,7 +97,8 @@ class LeanSyncVectorEnv(SyncVectorEnv):
     reads the buffers ``SyncVectorEnv`` keeps (gymnasium 1.x); without them it is the plain
     ``SyncVectorEnv``."""
 
-    BUFFERS = ("_observations", "_rewards", "_terminations", "_truncations", "_autoreset_envs")
+    BUFFERS = ("_observations", "_rewards", "_terminations", "_truncations", "_autoreset_envs",
+               "_env_obs")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -115,6 +116,8 @@ class LeanSyncVectorEnv(SyncVectorEnv):
                                    "with options={'reset_mask': ...}) before stepping them")
             (obs, self._rewards[i], self._terminations[i], self._truncations[i],
              info) = env.step(actions[i])
+            # gymnasium's reset with a reset_mask rebuilds every env's row from _env_obs
+            self._env_obs[i] = obs
             for key, value in obs.items():
                 self._observations[key][i] = value
             infos = self._add_info(infos, info, i)

@@ -28,11 +28,17 @@ def test_lean_step_matches_sync_vector_env(env_id):
         assert info.keys() == expected[4].keys()
         for key in info:
             np.testing.assert_array_equal(info[key], expected[4][key])
+        stepped = {key: value.copy() for key, value in obs.items()}  # (buffers, reused)
         done = terminated | truncated
+        if step == 7:  # env 1 starts over early: later resets leave env 0 mid-episode
+            done = np.array([False, True])
         if done.any():  # the collector resets finished envs itself
             seeds = [step if d else None for d in done]
-            for envs in (ours, theirs):
-                envs.reset(seed=seeds, options={"reset_mask": done})
+            ours_obs, theirs_obs = [envs.reset(seed=seeds, options={"reset_mask": done})[0]
+                                    for envs in (ours, theirs)]
+            for key in theirs_obs:  # and the envs not reset keep the observation they reached
+                np.testing.assert_array_equal(ours_obs[key], theirs_obs[key])
+                np.testing.assert_array_equal(ours_obs[key][~done], stepped[key][~done])
     ours.close(), theirs.close()
 
 

@@ -130,7 +130,8 @@ def cmd_verify(args: argparse.Namespace) -> None:
     if config_path.exists():  # check action properties in the env's own units
         environment = yaml.safe_load(config_path.read_text())["environment"]
         space = make_env(environment["name"], environment.get("kwargs")).action_space
-        low, high = space.low.tolist(), space.high.tolist()
+        if hasattr(space, "low"):  # a Box (grid worlds' actions are discrete)
+            low, high = space.low.tolist(), space.high.tolist()
     out = args.json or run_dir / "verify.json"
     _, results = verify_run(run_dir, args.property, args.region, out, low, high,
                             max_seconds=args.max_seconds, seed=args.seed)

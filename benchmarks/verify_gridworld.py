@@ -11,8 +11,6 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import markdown_table, write_json  # noqa: E402
@@ -24,36 +22,10 @@ from agentic_rl.envs.make import make_env  # noqa: E402
 from agentic_rl.train.run import train  # noqa: E402
 from agentic_rl.train.setup import build_algo  # noqa: E402
 from agentic_rl.verify.finite import gridworld_system, verify_finite  # noqa: E402
+from agentic_rl.verify.grid_runner import greedy, replay_in_env  # noqa: E402
 from agentic_rl.verify.spec import load_properties  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def greedy(algo, core):
-    """The deterministic policy over enumerated states; ``allowed`` masks unsafe moves."""
-
-    def policy(obs: dict[str, np.ndarray], allowed: np.ndarray | None) -> np.ndarray:
-        tensors = {k: torch.as_tensor(v) for k, v in obs.items()}
-        if allowed is not None:
-            tensors["action_mask"] = torch.as_tensor(allowed)
-        action, _, _ = algo.act(tensors, None, "deterministic")
-        return action.numpy().astype(np.int64)
-
-    return policy
-
-
-def replay(env_kwargs: dict, details: dict, properties) -> bool:
-    """Replay the counterexample in a real ``GridWorldEnv``; True if it enters the lava."""
-    env = GridWorldEnv(**env_kwargs)
-    env.reset(seed=0)
-    env._pos[:] = details["start_state"][:2]
-    env._goal[:] = details["goal"]
-    for action in details["actions"]:
-        obs, *_ = env.step(action)
-        if any(p.violations(obs["observation"][None], properties.parts)[0]
-               for p in properties.properties):
-            return True
-    return False
 
 
 def main() -> None:
@@ -77,12 +49,12 @@ def main() -> None:
     rows, results = [], {}
     for shield in (False, True):
         for require_goal in (False, True):
-            result = verify_finite(system, greedy(algo, core), args.max_steps, shield=shield,
+            result = verify_finite(system, greedy(algo), args.max_steps, shield=shield,
                                    require_goal=require_goal)
             entry = result.to_dict()
             if result.status == "falsified" and "forbidden" in result.details["reason"]:
-                entry["replayed_in_env_enters_forbidden"] = replay(env_kwargs, result.details,
-                                                                   properties)
+                entry["replayed_in_env_enters_forbidden"] = replay_in_env(
+                    env_kwargs, result.details, properties)
             key = f"{'shielded' if shield else 'unshielded'}_{'safe+goal' if require_goal else 'safe'}"
             results[key] = entry
             rows.append([shield, "never lava + goal" if require_goal else "never lava",

@@ -12,6 +12,12 @@ import torch
 from torch import nn
 
 from agentic_rl.verify.closed_loop import verify_closed_loop
+from agentic_rl.verify.grid_runner import (
+    check_grid_learner,
+    grid_max_steps,
+    is_grid_env,
+    verify_grid,
+)
 from agentic_rl.verify.policy import policy_from_tensors
 from agentic_rl.verify.prove import verify_action_property
 from agentic_rl.verify.replay import deployed_learner, replay
@@ -122,7 +128,8 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
                out_file: str | Path | None = None, action_low: Sequence[float] | None = None,
                action_high: Sequence[float] | None = None, max_seconds: float = 1.0,
                seed: int = 0) -> tuple[dict, list[VerifyResult]]:
-    """``agentic-rl verify RUN_DIR --property FILE [--region FILE]`` as a function.
+    """``agentic-rl verify RUN_DIR --property FILE [--region FILE]`` as a function (grid-world
+    runs: by exhaustive enumeration, ``grid_runner``; no region is needed there).
 
     Loads the newest checkpoint of ``run_dir`` (or a checkpoint folder), rebuilds the executed
     deterministic policy over raw ``[observation, desired_goal]`` inputs, verifies every property
@@ -139,10 +146,6 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
     from agentic_rl.data.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
 
     properties = load_properties(property_file)
-    region = load_region(region_file) if region_file is not None else properties.region
-    if region is None:
-        raise PropertyError(f"no region to verify over: pass --region FILE or add `region:` to "
-                         f"{property_file}")
     folder = latest_checkpoint(run_dir)
     tensors, state, _ = load_checkpoint(folder, with_buffers=False)
     config = state.get("config", {})
@@ -150,6 +153,15 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
     # the run's thread count (default 1): more threads than free cores make every small
     # product many times slower, and the time budgets are wall clock
     torch.set_num_threads(int(config.get("training", {}).get("torch_threads", 1)))
+    if is_grid_env(env.get("name", "")):
+        check_grid_learner(config, folder)
+        algo, _ = deployed_learner(config, folder)
+        kwargs = dict(env.get("kwargs") or {})
+        results = verify_grid(algo, env["name"], kwargs, properties,
+                              grid_max_steps(env["name"], kwargs))
+        return _write_report({"checkpoint": str(folder), "property_file": str(property_file),
+                              "method": "exhaustive enumeration of (start, goal) pairs",
+                              **results_report(results)}, run_dir, out_file), results
     # the networks' settings: in the algorithm section (older run folders: the agent section)
     activation = {**config.get("agent", {}), **config.get("algorithm", {})}.get("activation",
                                                                                  "relu")
@@ -162,6 +174,10 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
         raise CheckpointError(
             f"{folder}: verify checks the actor of a flat continuous learner (sac, opd, td3); "
             f"this checkpoint's does not fit ({error})") from None
+    region = load_region(region_file) if region_file is not None else properties.region
+    if region is None:
+        raise PropertyError(f"no region to verify over: pass --region FILE or add `region:` to "
+                            f"{property_file}")
     low, high = region.bounds()
     in_dim = next(layer for layer in policy if isinstance(layer, nn.Linear)).in_features
     with torch.no_grad():
@@ -181,8 +197,13 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
               "region": {"low": low.tolist(), "high": high.tolist()},
               "step_model": None if model is None else env.get("name"),
               **results_report(results)}
+    return _write_report(report, run_dir, out_file), results
+
+
+def _write_report(report: dict, run_dir: str | Path, out_file: str | Path | None) -> dict:
+    """Write ``report`` atomically to ``out_file`` (default ``RUN_DIR/verify.json``)."""
     target = Path(out_file) if out_file is not None else Path(run_dir) / "verify.json"
     temporary = target.with_suffix(target.suffix + ".tmp")
     temporary.write_text(json.dumps(report, indent=2))
     os.replace(temporary, target)
-    return report, results
+    return report

@@ -28,13 +28,17 @@ from sample_efficiency import REPO, run_ours, summarise  # noqa: E402
 TASKS = {"push": ("configs/opd_fetch_push.yaml", 0.90, 100_000, 2000, 20),
          "pointmaze": ("configs/sac_her_pointmaze.yaml", 0.70, 100_000, 5000, 50)}
 METHODS = {"uniform": (), "prioritized": ("algorithm.prioritized={}",)}
-# (switch, config, overrides without it, overrides with it); FetchReach, [256, 256]
+# (switch, config, overrides without it, overrides with it); FetchReach, [256, 256]. The
+# Lagrangian's "without" is the same config run by plain SAC (its cost keys dropped).
 SWITCHES = [
     ("prioritized replay (SAC+HER)", "configs/sac_her_fetch_reach.yaml", (),
      ("algorithm.prioritized={}",)),
     ("prioritized replay (OPD)", "configs/opd_fetch_reach.yaml", (),
      ("algorithm.prioritized={}",)),
+    ("Lagrangian constraint (SAC-Lag vs SAC, monitor on in both)",
+     "configs/sac_lag_fetch_reach_obstacle.yaml", ("algorithm.name=sac",), ()),
 ]
+CONSTRAINT_KEYS = ("cost_limit", "lagrange_lr", "init_lagrange", "cost_critic_lr")
 
 
 def sample_efficiency(args: argparse.Namespace) -> dict:
@@ -61,13 +65,17 @@ def _run(job: tuple) -> dict:
 
 
 def steps_per_second(config: str, overrides: tuple[str, ...], steps: int, out_dir: Path) -> float:
-    from agentic_rl.config import load_config
+    from agentic_rl.config import read_config, validate_config
     from agentic_rl.train.run import train
 
-    run = load_config(REPO / config, [
+    raw = read_config(REPO / config, [
         f"training.total_timesteps={steps}", f"training.eval_freq={steps}",
         "training.num_eval_episodes=1", f"training.checkpoint_freq={steps}",
         "training.stop_success_rate=null", "algorithm.hidden_sizes=[256,256]", *overrides])
+    if not raw["algorithm"]["name"].endswith("_lag"):
+        for key in CONSTRAINT_KEYS:
+            raw["algorithm"].pop(key, None)
+    run = validate_config(raw)
     start = time.perf_counter()
     summary = train(run, out_dir / f"run_{time.time_ns()}", show_progress=False)
     return summary["env_steps"] / (time.perf_counter() - start)
@@ -76,6 +84,8 @@ def steps_per_second(config: str, overrides: tuple[str, ...], steps: int, out_di
 def speed(args: argparse.Namespace) -> dict:
     out_dir, rows, results = Path(args.out_dir), [], {}
     for switch, config, without, with_switch in SWITCHES:
+        if args.only and args.only not in switch:
+            continue
         base, switched = [], []
         for _ in range(args.repeats):  # alternated, so drifts in machine speed cancel
             base.append(steps_per_second(config, without, args.steps, out_dir))
@@ -95,6 +105,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--budget", type=int, help="override the env-step budget")
     parser.add_argument("--steps", type=int, default=1500, help="speed: env steps per run")
     parser.add_argument("--repeats", type=int, default=3, help="speed: alternated pairs")
+    parser.add_argument("--only", help="speed: only the switches whose name contains this")
     parser.add_argument("--out-dir", default="bench_out/prioritized_replay")
     parser.add_argument("--json")
     args = parser.parse_args(argv)

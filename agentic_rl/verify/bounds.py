@@ -64,7 +64,7 @@ def _boxes(low: Tensor, high: Tensor) -> tuple[Tensor, Tensor, bool]:
     return (low[None], high[None], single) if single else (low, high, single)
 
 
-def _ibp_layer(layer: nn.Module, lo: Tensor, hi: Tensor) -> tuple[Tensor, Tensor]:
+def ibp_layer(layer: nn.Module, lo: Tensor, hi: Tensor) -> tuple[Tensor, Tensor]:
     if isinstance(layer, (nn.Linear, Affine)):
         weight, bias = linear_parts(layer)
         mid, rad = (lo + hi) / 2, (hi - lo) / 2
@@ -89,7 +89,7 @@ def interval_bounds(net: nn.Module, low: Tensor, high: Tensor) -> tuple[Tensor, 
     """
     lo, hi, single = _boxes(low, high)
     for layer in layers_of(net):
-        lo, hi = _ibp_layer(layer, lo, hi)
+        lo, hi = ibp_layer(layer, lo, hi)
     return (lo[0], hi[0]) if single else (lo, hi)
 
 
@@ -240,7 +240,7 @@ def crown_intermediate(net: nn.Module, low: Tensor, high: Tensor) -> CrownState:
             relax[index] = relaxation(layer, lo, hi)
             lo, hi = monotone(layer, lo), monotone(layer, hi)
             continue
-        lo, hi = _ibp_layer(layer, lo, hi)
+        lo, hi = ibp_layer(layer, lo, hi)
         following = layers[index + 1] if index + 1 < len(layers) else None
         if index == stop or following is None or isinstance(following, (nn.Linear, Affine)):
             continue

@@ -23,7 +23,8 @@ import math
 import torch
 from torch import nn
 
-from agentic_rl.verify.layers import Affine, Clamp, layers_of, linear_parts
+from agentic_rl.verify.bounds import ibp_layer
+from agentic_rl.verify.layers import Affine, Clamp, layers_of, linear_parts, min_variance
 
 Tensor = torch.Tensor
 TANH_ULPS = 8.0  # torch's float32 / float64 tanh: measured within 2 ulp; 8 assumed
@@ -67,15 +68,13 @@ def rounding_bound(net: nn.Module, low: Tensor, high: Tensor,
     box ``[low, high]`` (``[B, d]``), the network run in ``dtype`` (default: its own).
     ``inputs``: sound bounds of every layer's input (``LinearBounds.layer_inputs``, tighter
     than the interval pass used without them)."""
-    from agentic_rl.verify.bounds import _ibp_layer  # the interval pass the bounds use
-
     u = unit_roundoff(dtype or network_dtype(net))
     layers = layers_of(net)
     if inputs is None:
         inputs, lo, hi = [], low.to(torch.float64), high.to(torch.float64)
         for layer in layers:
             inputs.append((lo, hi))
-            lo, hi = _ibp_layer(layer, lo, hi)
+            lo, hi = ibp_layer(layer, lo, hi)
         inputs.append((lo, hi))
     else:
         inputs = [*inputs, (None, None)]
@@ -84,7 +83,7 @@ def rounding_bound(net: nn.Module, low: Tensor, high: Tensor,
         lo, hi = inputs[index]
         magnitude = torch.maximum(lo.abs(), hi.abs())
         out_lo, out_hi = inputs[index + 1] if inputs[index + 1][0] is not None else \
-            _ibp_layer(layer, lo, hi)
+            ibp_layer(layer, lo, hi)
         out_magnitude = torch.maximum(out_lo.abs(), out_hi.abs())
         error = _layer_error(layer, error, magnitude, out_magnitude, lo, hi, u)
     return error
@@ -140,8 +139,6 @@ def _layernorm_error(layer: nn.LayerNorm, error: Tensor, magnitude: Tensor, lo: 
     sq_lo = torch.where(c_lo > 0, c_lo**2, torch.where(c_hi < 0, c_hi**2, torch.zeros_like(c_lo)))
     # s along the segment from c to the computed c': at least the box's own smallest s less
     # the drift's root mean square (the triangle inequality of a norm)
-    from agentic_rl.verify.layers import min_variance
-
     s_shifted = torch.sqrt(min_variance(lo, hi)[..., None] + layer.eps) - (
         drift * drift).mean(-1, keepdim=True).sqrt()
     s_min = torch.maximum(torch.sqrt(sq_lo.mean(-1, keepdim=True) + layer.eps), s_shifted)

@@ -177,7 +177,8 @@ def build_safety(config, env: gym.Env) -> Safety | None:
             return MaskShield(properties, int(env.action_space.n), core if use_core else None)
         state_dim = int(np.prod(env.observation_space["observation"].shape))
         action_dim = int(np.prod(env.action_space.shape))
-        model = declared_step_model(config.environment.name, state_dim, action_dim)
+        model = declared_step_model(config.environment.name, state_dim, action_dim,
+                                    dict(config.environment.kwargs))
         return ProjectionShield(ContinuousShield(
             properties, model, env.action_space.low, env.action_space.high,
             margin=settings.shield_margin))

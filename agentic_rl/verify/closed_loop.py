@@ -91,8 +91,16 @@ def step_boxes(net: nn.Module, model: AffineStepModel, lo: Tensor, hi: Tensor
     interval_down = s_mid - s_rad + bounds.lo @ A_pos.T + bounds.hi @ A_neg.T + o
     next_lo, next_hi = lo.clone(), hi.clone()
     index = torch.as_tensor(model.indices)
-    next_lo[:, index] = torch.maximum(down, interval_down)
-    next_hi[:, index] = torch.minimum(up, interval_up)
+    down, up = torch.maximum(down, interval_down), torch.minimum(up, interval_up)
+    if model.error is not None:  # the env's own rounding around the prediction
+        error = torch.as_tensor(model.error, dtype=torch.float64)
+        down, up = down - error, up + error
+    if model.clip_low is not None:  # clipping is monotone: the box's image is its bounds'
+        clip_low = torch.as_tensor(model.clip_low, dtype=torch.float64)
+        clip_high = torch.as_tensor(model.clip_high, dtype=torch.float64)
+        down = torch.minimum(torch.maximum(down, clip_low), clip_high)
+        up = torch.minimum(torch.maximum(up, clip_low), clip_high)
+    next_lo[:, index], next_hi[:, index] = down, up
     return next_lo, next_hi
 
 

@@ -186,7 +186,7 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
         raise PropertyError(f"the region has {low.shape[0]} entries but the policy takes "
                             f"{in_dim} raw inputs [observation, desired_goal]; fix the region")
     check_sizes(properties, in_dim, out_dim)
-    model = declared_step_model(env.get("name", ""), in_dim, out_dim)
+    model = declared_step_model(env.get("name", ""), in_dim, out_dim, env.get("kwargs"))
     results = verify_properties(policy, torch.as_tensor(low), torch.as_tensor(high), properties,
                                 model=model, max_seconds=max_seconds,
                                 generator=torch.Generator().manual_seed(seed))

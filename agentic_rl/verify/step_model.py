@@ -27,12 +27,19 @@ class AffineStepModel:
         state_matrix: ``[p, n]``.
         action_matrix: ``[p, m]``.
         offset: ``[p]``.
+        clip_low, clip_high: ``[p]``, optional: the prediction is clipped into this box (an env
+            that keeps its state inside bounds); the shield's linear constraints ignore it.
+        error: ``[p]``, optional: how far the env's own arithmetic (e.g. float32) may land from
+            the prediction; the closed-loop verifier widens its boxes by it.
     """
 
     indices: np.ndarray
     state_matrix: np.ndarray
     action_matrix: np.ndarray
     offset: np.ndarray
+    clip_low: np.ndarray | None = None
+    clip_high: np.ndarray | None = None
+    error: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         p = len(self.indices)
@@ -59,7 +66,10 @@ class AffineStepModel:
                 f"step model expects state [N, {self.state_dim}] and action [N, {self.action_dim}], "
                 f"got {state.shape} and {action.shape}"
             )
-        return state @ self.state_matrix.T + action @ self.action_matrix.T + self.offset
+        affine = state @ self.state_matrix.T + action @ self.action_matrix.T + self.offset
+        if self.clip_low is not None:
+            affine = np.clip(affine, self.clip_low, self.clip_high)
+        return affine
 
     def step(self, state: np.ndarray, action: np.ndarray) -> np.ndarray:
         """Full next state ``[N, n]``; unpredicted entries are copied from ``state``."""
@@ -92,12 +102,35 @@ def fetch_reach_step_model(
     return AffineStepModel(indices, state_matrix, action_matrix, np.zeros(3))
 
 
-def declared_step_model(env_id: str, state_dim: int, action_dim: int) -> AffineStepModel | None:
+def point_reach_step_model(state_dim: int = 4, action_dim: int = 2, step_size: float = 0.1
+                           ) -> AffineStepModel:
+    """PointReach, exactly: ``position' = clip(position + step_size * action, -1, 1)`` with
+    ``position = obs[0:2]``; the env computes it in float32, so predictions carry an error of
+    a few float32 roundings of magnitudes up to ``1 + step_size``."""
+    if state_dim < 2 or action_dim != 2:
+        raise ValueError("PointReach needs state_dim >= 2 (position) and action_dim == 2")
+    indices = np.arange(2)
+    state_matrix = np.zeros((2, state_dim))
+    state_matrix[indices, indices] = 1.0
+    rounding = 4 * (np.finfo(np.float32).eps / 2) * (1.0 + step_size)
+    return AffineStepModel(indices, state_matrix, step_size * np.eye(2), np.zeros(2),
+                           clip_low=-np.ones(2), clip_high=np.ones(2),
+                           error=np.full(2, rounding))
+
+
+def declared_step_model(env_id: str, state_dim: int, action_dim: int,
+                        env_kwargs: dict | None = None) -> AffineStepModel | None:
     """The one-step model an environment declares, or None (the shield then only clips).
 
     Every gymnasium-robotics Fetch task (``Fetch*``) uses the same mocap position control, so
-    they share ``fetch_reach_step_model``; other environments declare none.
+    they share ``fetch_reach_step_model``; PointReach declares its exact dynamics
+    (``point_reach_step_model``); other environments declare none.
     """
+    from agentic_rl.envs.registration import POINT_ID
+
     if env_id.startswith("Fetch"):
         return fetch_reach_step_model(state_dim, action_dim)
+    if env_id == POINT_ID:
+        step_size = float((env_kwargs or {}).get("step_size", 0.1))
+        return point_reach_step_model(state_dim, action_dim, step_size)
     return None

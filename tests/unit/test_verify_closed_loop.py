@@ -98,3 +98,35 @@ def test_model_and_policy_sizes_must_agree():
     with pytest.raises(ValueError, match="policy takes 13 inputs but the step model's state has 10"):
         verify_closed_loop(fetch_policy(), fetch_reach_step_model(10, 4), np.zeros(10),
                            np.zeros(10), (np.full(10, -1.0), np.full(10, 1.0)), horizon=2)
+
+
+def test_point_reach_declares_its_exact_dynamics():
+    from agentic_rl.envs.point import PointReachEnv
+    from agentic_rl.verify.step_model import declared_step_model
+
+    model = declared_step_model("agentic_rl/PointReach-v0", 4, 2, {"step_size": 0.3})
+    env = PointReachEnv(step_size=0.3)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        obs, _ = env.reset(seed=int(rng.integers(1 << 30)))
+        env.position = rng.uniform(-1, 1, 2).astype(np.float32)  # walls included
+        state = np.concatenate([env.position, obs["desired_goal"]])
+        action = rng.uniform(-1, 1, 2).astype(np.float32)
+        reached = env.step(action)[0]["observation"]
+        predicted = model.step(state[None], action[None])[0, :2]
+        assert np.all(np.abs(reached - predicted) <= model.error)
+
+
+def test_a_clipped_model_proves_the_walls_hold():
+    from agentic_rl.verify.step_model import point_reach_step_model
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2), nn.Tanh())
+    model = point_reach_step_model(4, 2)
+    low = torch.tensor([0.8, 0.8, -0.5, -0.5], dtype=torch.float64)
+    high = torch.tensor([1.0, 1.0, 0.5, 0.5], dtype=torch.float64)
+    inside = (np.array([-1.0, -1.0, -9.0, -9.0]), np.array([1.0, 1.0, 9.0, 9.0]))
+    result = verify_closed_loop(net, model, low, high, inside, horizon=5)
+    assert result.status == "proved"  # the env clips the position: never past a wall
+    corner = (np.array([-9.0, -9.0, -9.0, -9.0]), np.array([0.79, 9.0, 9.0, 9.0]))
+    assert verify_closed_loop(net, model, low, high, corner, horizon=5).status == "falsified"

@@ -26,7 +26,7 @@ from torch import nn
 
 from agentic_rl.verify.bounds import crown_linear_bounds
 from agentic_rl.verify.result import VerifyResult
-from agentic_rl.verify.rounding import outward, rounding_bound
+from agentic_rl.verify.rounding import received, rounding_bound
 from agentic_rl.verify.tanh_head import pre_tanh_problem
 from agentic_rl.verify.search import (
     SearchResult,
@@ -87,7 +87,7 @@ def branch_and_bound(
     low, high, spec_matrix, spec_bias = (torch.as_tensor(t, dtype=torch.float64).detach()
                                          for t in (low, high, spec_matrix, spec_bias))
     region = (low, high)  # counterexamples lie in it; bounds cover what the network receives
-    low, high = outward(low, high, _net_dtype(net))
+    low, high = received(low, high, _net_dtype(net))
     queue_lo, queue_hi, queue_bound = low[None], high[None], torch.full((1,), torch.inf)
     width0, explored, last_batch, root_bound = high - low, 0, 0.0, None
     while queue_lo.shape[0]:

@@ -12,8 +12,7 @@ for torch's float32 tanh in ``tests/unit/test_verify_rounding.py``). ``|h|`` is 
 interval bounds of each layer's input over the box. The result is an elementwise bound
 ``E [B, k]`` with ``|f_float(x) - f(x)| <= E`` for every ``x`` of the network's precision in each
 box; a proof then needs ``spec @ f(x) <= bias - |spec| @ E``. The region's inputs reach the
-network rounded to its precision (``fl(x)``), which ``outward`` accounts for: the box widened
-to the nearest representable numbers outside it contains every ``fl(x)``.
+network rounded to its precision (``fl(x)``); ``received`` gives the box they land in.
 """
 
 from __future__ import annotations
@@ -48,17 +47,13 @@ def network_dtype(net: nn.Module) -> torch.dtype:
     return param.dtype if param is not None else torch.float32
 
 
-def outward(low: Tensor, high: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-    """The float64 box ``[low, high]`` widened to the nearest ``dtype`` numbers outside it: it
-    holds ``fl(x)`` for every ``x`` of the box (round to nearest is monotone)."""
+def received(low: Tensor, high: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """The box of ``dtype`` inputs the network receives from the float64 box ``[low, high]``:
+    rounding to nearest is monotone, so ``fl(x)`` lies in ``[fl(low), fl(high)]`` for every
+    ``x`` of the box (as float64 values)."""
     if dtype == torch.float64:
         return low, high
-    down, up = low.to(dtype), high.to(dtype)
-    down = torch.where(down.double() > low, torch.nextafter(down, torch.tensor(-math.inf,
-                                                                                dtype=dtype)), down)
-    up = torch.where(up.double() < high, torch.nextafter(up, torch.tensor(math.inf, dtype=dtype)),
-                     up)
-    return down.double(), up.double()
+    return low.to(dtype).double(), high.to(dtype).double()
 
 
 def rounding_bound(net: nn.Module, low: Tensor, high: Tensor,

@@ -17,6 +17,8 @@ dense rollouts). Each query is ``y_j <= t`` or
 ``y_j >= t`` with ``t`` the estimated extreme moved by a signed gap: ``+1e-2`` or more (true
 with margin), ``-1e-3`` or more (false), or within 1e-6 (boundary-tight; only soundness
 counts). ``tests/unit/test_verify_suite.py`` runs a small slice in the default tests.
+Answers can differ a little between machines and loads: the counterexample search restarts for
+as long as its share of the budget allows, so the random stream depends on the clock.
 """
 
 from __future__ import annotations

@@ -21,6 +21,10 @@ Usage::
   falsified; each query has a 1 s budget). Queries that end ``unknown`` at the budget are counted
   in ``verify_statuses`` and timed in ``max_seconds_including_unknown``.
 
+* ``suite`` (``--suite N``): N queries of ``verify_suite.py``'s adversarial suite on float32
+  policies (random, degenerate, deployed, LayerNorm, point, saturated, trained, closed loop):
+  false proofs, counterexamples that fail to replay, proved / falsified rates, query times.
+
 ``--actor FILE`` loads a safetensors file (a checkpoint's ``model.safetensors`` works as is):
 keys ``<prefix>actor.trunk.*`` / ``<prefix>actor.mean_head.*`` (or the bare ``actor.state_dict()``
 keys directly under ``<prefix>``) and the normaliser statistics ``<prefix>obs_normalizer.mean/var``
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -156,6 +161,9 @@ def main() -> None:
     parser.add_argument("--radius", type=float, default=0.01, help="box half-width")
     parser.add_argument("--radius-units", choices=["raw", "std"], default="raw",
                         help="raw input units, or normaliser standard deviations")
+    parser.add_argument("--suite", type=int, default=0,
+                        help="also run this many queries of the adversarial suite "
+                             "(verify_suite.py: float32 policies, judged by sampling and replay)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
@@ -170,6 +178,11 @@ def main() -> None:
         results["actor"] = "random init TanhGaussianActor(13, 4, [256, 256]), identity normaliser"
     results.update(actor_checks(policy, args.seed, args.radius, args.radius_units))
     results["box"] = f"+-{args.radius} ({args.radius_units} units)"
+    if args.suite:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from verify_suite import suite
+
+        results["suite"] = suite(args.suite, args.seed)
     results["total_seconds"] = time.perf_counter() - start
     args.json.write_text(json.dumps(results, indent=2))
     width = max(len(k) for k in results)

@@ -92,6 +92,11 @@ def check_sizes(properties, in_dim: int, out_dim: int) -> None:
         if isinstance(prop, ActionBox) and len(prop.low) != out_dim:
             raise PropertyError(f"property {prop.name!r}: its action box has {len(prop.low)} "
                                 f"entries but the policy has {out_dim} actions")
+    check_parts(properties, in_dim)
+
+
+def check_parts(properties, in_dim: int) -> None:
+    """``PropertyError`` for a ``parts`` slice beyond the policy's ``in_dim`` inputs."""
     for name, (start, stop) in properties.parts.items():
         if stop > in_dim:
             raise PropertyError(f"part {name!r} is obs[{start}:{stop}] but the policy's "
@@ -157,6 +162,7 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
         check_grid_learner(config, folder)
         algo, _ = deployed_learner(config, folder)
         kwargs = dict(env.get("kwargs") or {})
+        check_parts(properties, 3)  # grid observations are [row, col, has_key]
         results = verify_grid(algo, env["name"], kwargs, properties,
                               grid_max_steps(env["name"], kwargs))
         return _write_report({"checkpoint": str(folder), "property_file": str(property_file),

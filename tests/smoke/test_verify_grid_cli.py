@@ -44,3 +44,16 @@ def test_a_learner_with_memory_is_refused(tmp_path):
         {"name": "never_up", "kind": "forbidden_actions", "actions": [0]}]}))
     with pytest.raises(CheckpointError, match="enumerates grid worlds"):
         verify_run(tmp_path / "run", properties)
+
+
+def test_a_part_beyond_the_grid_observation_is_one_error(tmp_path):
+    from agentic_rl.verify.spec import PropertyError
+
+    train(family_config(tmp_path, "ppo", steps=40, environment=LAVA_ROOM), tmp_path / "run",
+          show_progress=False)
+    properties = tmp_path / "grid.yaml"
+    properties.write_text(yaml.safe_dump({"parts": {"far": [2, 5]}, "properties": [
+        {"name": "wall", "kind": "state_box", "part": "far", "low": [0, 0, 0],
+         "high": [1, 1, 1]}]}))
+    with pytest.raises(PropertyError, match="part 'far'"):
+        verify_run(tmp_path / "run", properties)

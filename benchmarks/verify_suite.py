@@ -24,7 +24,9 @@ as long as its share of the budget allows, so the random stream depends on the c
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import shutil
 import statistics
 import sys
 import time
@@ -155,6 +157,7 @@ def trained_learner():
                             "eval_freq": 1500, "num_eval_episodes": 5,
                             "checkpoint_freq": 1500, "seed": 0}}
         folder = Path(tempfile.mkdtemp(prefix="verify_suite_"))
+        atexit.register(shutil.rmtree, folder, True)  # the run is only needed in this process
         train(validate_config(raw), folder / "run", show_progress=False)
         checkpoint = latest_checkpoint(folder / "run")
         learner, _ = deployed_learner(raw, checkpoint)

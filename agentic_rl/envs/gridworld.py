@@ -28,11 +28,16 @@ from agentic_rl.envs.registration import register_envs as register_all_ids
 class GridCore:
     """Vectorised grid dynamics shared by the single and the batch environment."""
 
-    def __init__(self, layout: GridLayout) -> None:
+    def __init__(self, layout: GridLayout, avoid_cells: Sequence[Sequence[int]] = ()) -> None:
         self.layout = layout
         height, width = layout.shape
         if min(height, width) < 4:
             raise ValueError(f"layout {height}x{width} too small: need >= 2 inner rows and columns")
+        self.avoid_cells = np.asarray(avoid_cells, dtype=np.int64).reshape(-1, 2)
+        free = {tuple(cell) for cell in layout.free_cells().tolist()}
+        for cell in self.avoid_cells.tolist():
+            if tuple(cell) not in free:
+                raise ValueError(f"avoid_cells: {cell} is not a free cell of the layout")
         # Inner cells (1 .. H-2) map onto [-1, 1]; the outer wall ring is never occupied.
         self.scale = np.array([2.0 / (height - 3), 2.0 / (width - 3)], dtype=np.float32)
         self.goal_tolerance = float(0.5 * self.scale.min())
@@ -90,6 +95,8 @@ class GridCore:
         if fixed is not None:
             return np.tile(np.array(fixed, dtype=np.int64), (count, 1))
         free = self.layout.free_cells()
+        if len(self.avoid_cells):  # never a start or goal on these (e.g. a forbidden cell)
+            free = free[~(free[:, None, :] == self.avoid_cells[None]).all(-1).any(-1)]
         return free[rng.integers(0, len(free), size=count)].astype(np.int64)
 
 
@@ -115,6 +122,8 @@ class GridWorldEnv(gym.Env):
         max_episode_steps: step limit (truncation).
         random_start: start in a uniformly random free cell instead of ``S``.
         random_goal: goal in a uniformly random free cell instead of ``G``.
+        avoid_cells: ``[[row, col], ...]`` free cells random starts and goals never fall on
+            (e.g. a lava cell a safety property forbids: a goal there cannot be reached safely).
         render_mode: ``None`` or ``"ansi"``.
     """
 
@@ -127,9 +136,10 @@ class GridWorldEnv(gym.Env):
         max_episode_steps: int = 100,
         random_start: bool = False,
         random_goal: bool = False,
+        avoid_cells: Sequence[Sequence[int]] = (),
         render_mode: str | None = None,
     ) -> None:
-        self.core = GridCore(resolve_layout(layout, size))
+        self.core = GridCore(resolve_layout(layout, size), avoid_cells)
         lay = self.core.layout
         if (lay.start is None and not random_start) or (lay.goal is None and not random_goal):
             raise ValueError("layout lacks 'S' or 'G'; add it or set random_start/random_goal")

@@ -156,3 +156,23 @@ def test_batch_random_goals_reproducible_from_seed():
     np.testing.assert_array_equal(a["desired_goal"], b["desired_goal"])
     assert not (a["achieved_goal"] == a["desired_goal"]).all(-1).any()
     assert len(np.unique(a["desired_goal"], axis=0)) > 10
+
+
+def test_random_starts_and_goals_avoid_the_cells_asked():
+    import numpy as np
+
+    from agentic_rl.envs.gridworld import BatchGridWorld, GridWorldEnv
+
+    env = GridWorldEnv(layout="open", size=6, random_start=True, random_goal=True,
+                       avoid_cells=[[3, 3]])
+    batch = BatchGridWorld(num_envs=64, seed=0, layout="open", size=6, random_start=True,
+                           random_goal=True, avoid_cells=[[3, 3]])
+    seen = set()
+    for seed in range(300):
+        env.reset(seed=seed)
+        seen |= {tuple(env._pos[0]), tuple(env._goal[0])}
+    batch.reset(seed=0)
+    seen |= {tuple(c) for c in np.concatenate([batch.pos, batch.goal]).tolist()}
+    assert (3, 3) not in seen and len(seen) == 35  # every other free cell of the 6x6 room
+    with pytest.raises(ValueError, match="not a free cell"):
+        GridWorldEnv(layout="open", size=6, avoid_cells=[[0, 0]])

@@ -118,14 +118,18 @@ def load_algo_state(algo, meta: dict[str, Any], tensors: dict[str, torch.Tensor]
                               "config.yaml)") from None
 
 
-def save_model(folder: str | Path, algo, extra: dict[str, Any]) -> None:
+def save_model(folder: str | Path, algo, extra: dict[str, Any],
+               config_file: str | Path | None = None) -> None:
     """A learner's state alone (what ``eval`` and ``models/`` need; ``load_learner`` reads
-    it), with ``extra`` in its JSON; the folder is replaced atomically."""
+    it), with ``extra`` in its JSON and a copy of ``config_file`` as ``config.yaml`` (so the
+    folder is a model folder ``agentic-rl eval`` takes as it is); replaced atomically."""
     folder = Path(folder)
     tensors, skeleton = flatten_state(algo.state_dict())
     temporary = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(temporary, ignore_errors=True)
     temporary.mkdir(parents=True)
+    if config_file is not None and Path(config_file).exists():
+        shutil.copyfile(config_file, temporary / "config.yaml")
     write_folder(temporary, folder, tensors, {"algo": skeleton, **extra})
 
 

@@ -46,7 +46,8 @@ def run_evaluation(run: Run, logger: Logger) -> float:
     best = max((row["success_rate"] for row in run.eval_history), default=-1.0)
     run.eval_history.append({"step": run.step, **result.to_dict()})
     if result.success_rate >= best:
-        save_model(run.run_dir / BEST_DIR, run.algo, {"step": run.step, "eval": result.to_dict()})
+        save_model(run.run_dir / BEST_DIR, run.algo, {"step": run.step, "eval": result.to_dict()},
+                   run.run_dir / "config.yaml")
     if run.curriculum.active:
         if run.curriculum.maybe_advance(result.success_rate):
             run.storage.set_task(run.curriculum.task_id, result.episodes)

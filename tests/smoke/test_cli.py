@@ -40,6 +40,9 @@ def test_smoke_train_eval_plot(tmp_path, capsys):
     report = tmp_path / "eval.json"
     assert main(["eval", str(run_dir), "--episodes", "5", "--json", str(report)]) == 0
     assert json.loads(report.read_text())["episodes"] == 5
+    assert summary["best_model"] == str(run_dir / "best")  # a model folder eval takes as is
+    assert main(["eval", str(run_dir / "best"), "--episodes", "2", "--json", str(report)]) == 0
+    assert json.loads(report.read_text())["episodes"] == 2
     out = tmp_path / "plot.png"
     assert main(["plot", str(run_dir), str(run_dir), "--out", str(out)]) == 0
     assert out.stat().st_size > 10_000

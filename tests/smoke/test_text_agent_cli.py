@@ -77,9 +77,8 @@ def test_text_opd_trains_resumes_and_evaluates(games_and_demos, tmp_path: Path):
         "pick_two_obj_and_place"}
     assert sum(v["episodes"] for v in report["per_task_type"].values()) == 6
 
-    model = tmp_path / "model"  # what models/alfworld holds
+    model = tmp_path / "model"  # RUN/best is a model folder, as models/alfworld is
     shutil.copytree(run / "best", model)
-    shutil.copy(run / "config.yaml", model / "config.yaml")
     assert main(["eval", str(model), "--data", str(games), "--episodes", "3",
                  "--json", str(tmp_path / "model.json")]) == 0
     again = json.loads((tmp_path / "model.json").read_text())

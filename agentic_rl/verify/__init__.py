@@ -8,7 +8,10 @@
 * ``prove`` / ``closed_loop`` / ``runner``: ``verify_action_property``, ``verify_closed_loop``,
   ``verify_properties`` -> ``VerifyResult`` (proved / falsified / unknown, ``to_dict()``);
   ``verify_run(RUN_DIR, PROPERTY_FILE, REGION_FILE)`` is the ``agentic-rl verify`` command.
-* ``finite``: exhaustive checks of grid worlds (``gridworld_system``, ``verify_finite``).
+* ``finite``: exhaustive checks of grid worlds (``gridworld_system``, ``verify_finite``);
+  ``grid_runner``: ``agentic-rl verify`` on grid-world runs through them.
+* ``rounding``: the rigorous float32 rounding bound every proof adds (``rounding_bound``);
+  ``tanh_head``: action bounds proved before a tanh.
 """
 
 from agentic_rl.verify.bounds import crown_bounds, interval_bounds

@@ -95,10 +95,7 @@ def interval_bounds(net: nn.Module, low: Tensor, high: Tensor) -> tuple[Tensor, 
 
 @dataclass
 class LinearBounds:
-    """``lA x + lb <= C y <= uA x + ub`` for x in the box; ``A [B, k, d]``, ``b [B, k]``.
-
-    ``x`` is the network input, or the output of the last LayerNorm when ``from_input`` is False.
-    """
+    """``lA x + lb <= C y <= uA x + ub`` for x in the input box; ``A [B, k, d]``, ``b [B, k]``."""
 
     lA: Tensor
     lb: Tensor
@@ -106,13 +103,13 @@ class LinearBounds:
     ub: Tensor
     lo: Tensor
     hi: Tensor
-    from_input: bool
-    layer_inputs: list[tuple[Tensor, Tensor]] | None = None  # bounds of each layer's input
+    # bounds of each layer's input, then of the output (for rounding_bound)
+    layer_bounds: list[tuple[Tensor, Tensor]] | None = None
 
 
-def _backward(layers: list[nn.Module], relax: dict, spec: Tensor | None, stop: int,
+def _backward(layers: list[nn.Module], relax: dict, spec: Tensor | None,
               box: tuple[Tensor, Tensor], rows: Tensor | None = None) -> LinearBounds:
-    """Back-substitute ``spec [k, n_end]`` through ``layers`` down to index ``stop``.
+    """Back-substitute ``spec [k, n_end]`` through ``layers`` down to the input ``box``.
 
     ``spec=None`` means the identity on the output of ``layers[-1]`` (restricted to ``rows`` if
     given), which must be a Linear: its weight rows are the starting coefficients. Coefficients
@@ -132,7 +129,7 @@ def _backward(layers: list[nn.Module], relax: dict, spec: Tensor | None, stop: i
         uA = lA = spec
         ub = lb = torch.zeros(batch, spec.shape[0], dtype=_DT)
     index = end - 1
-    while index >= stop:
+    while index >= 0:
         layer = layers[index]
         if isinstance(layer, (nn.Linear, Affine)):
             weight, bias = linear_parts(layer)
@@ -143,7 +140,7 @@ def _backward(layers: list[nn.Module], relax: dict, spec: Tensor | None, stop: i
             ub = ub + _constant(uA, upper, lower)
             lb = lb + _constant(lA, lower, upper)
             uA, lA = uA @ jacobian, lA @ jacobian
-        elif (uA.dim() == 2 and index - 1 >= stop and isinstance(layers[index - 1], nn.Linear)
+        elif (uA.dim() == 2 and index >= 1 and isinstance(layers[index - 1], nn.Linear)
               and uA.shape[0] > layers[index - 1].in_features):  # fusing is cheaper only then
             (uA, ub), (lA, lb) = _fused_relaxation_linear(uA, ub, lb, relax[index], layers[index - 1])
             index -= 1
@@ -157,7 +154,7 @@ def _backward(layers: list[nn.Module], relax: dict, spec: Tensor | None, stop: i
     lo = (lA @ mid - lA.abs() @ rad)[..., 0] + lb
     if uA.dim() == 2:
         uA, lA = uA.expand(batch, -1, -1), lA.expand(batch, -1, -1)
-    return LinearBounds(lA, lb, uA, ub, lo, hi, stop == 0)
+    return LinearBounds(lA, lb, uA, ub, lo, hi)
 
 
 def _constant(coef: Tensor, positive_side: Tensor, negative_side: Tensor) -> Tensor:
@@ -202,12 +199,11 @@ def _through_relaxation(coef: Tensor, const: Tensor, pos_slope: Tensor, pos_bias
 @dataclass
 class CrownState:
     """Everything the final back-substitution needs: flattened ``layers``, the relaxation of every
-    nonlinear layer (by index), the restart index ``stop`` and its ``box`` (the input, or the last
-    LayerNorm's output), and the sound output bounds ``lo, hi [B, n_out]``."""
+    nonlinear layer (by index), the input ``box``, and the sound output bounds
+    ``lo, hi [B, n_out]``."""
 
     layers: list[nn.Module]
     relax: dict[int, tuple[Tensor, ...]]
-    stop: int
     box: tuple[Tensor, Tensor]
     lo: Tensor
     hi: Tensor
@@ -224,7 +220,7 @@ def crown_intermediate(net: nn.Module, low: Tensor, high: Tensor) -> CrownState:
     lo, hi, _ = _boxes(low, high)
     layers = layers_of(net)
     relax: dict[int, tuple[Tensor, ...]] = {}
-    stop, box, inputs = 0, (lo, hi), []
+    box, inputs = (lo, hi), []
     for index, layer in enumerate(layers):
         inputs.append((lo, hi))
         if isinstance(layer, nn.LayerNorm):
@@ -242,7 +238,7 @@ def crown_intermediate(net: nn.Module, low: Tensor, high: Tensor) -> CrownState:
             continue
         lo, hi = ibp_layer(layer, lo, hi)
         following = layers[index + 1] if index + 1 < len(layers) else None
-        if index == stop or following is None or isinstance(following, (nn.Linear, Affine)):
+        if index == 0 or following is None or isinstance(following, (nn.Linear, Affine)):
             continue
         rows = None
         if isinstance(following, nn.ReLU):
@@ -250,17 +246,17 @@ def crown_intermediate(net: nn.Module, low: Tensor, high: Tensor) -> CrownState:
             if rows.numel() == 0:
                 continue
         if isinstance(layer, nn.Linear):
-            crown = _backward(layers[: index + 1], relax, None, stop, box, rows)
+            crown = _backward(layers[: index + 1], relax, None, box, rows)
         else:
             eye = torch.eye(lo.shape[-1], dtype=_DT)
             eye = eye if rows is None else eye[rows]
-            crown = _backward(layers[: index + 1], relax, eye, stop, box)
+            crown = _backward(layers[: index + 1], relax, eye, box)
         if rows is None:
             lo, hi = torch.maximum(lo, crown.lo), torch.minimum(hi, crown.hi)
         else:
             lo[:, rows] = torch.maximum(lo[:, rows], crown.lo)
             hi[:, rows] = torch.minimum(hi[:, rows], crown.hi)
-    return CrownState(layers, relax, stop, box, lo, hi, inputs)
+    return CrownState(layers, relax, box, lo, hi, inputs)
 
 
 def crown_linear_bounds(net: nn.Module, low: Tensor, high: Tensor,
@@ -271,9 +267,9 @@ def crown_linear_bounds(net: nn.Module, low: Tensor, high: Tensor,
     """
     state = crown_intermediate(net, low, high)
     spec = check_spec(spec, state.lo.shape[-1])
-    result = _backward(state.layers, state.relax, spec, state.stop, state.box)
+    result = _backward(state.layers, state.relax, spec, state.box)
     result.lo, result.hi = intersect_spec(result.lo, result.hi, spec, state.lo, state.hi)
-    result.layer_inputs = state.inputs
+    result.layer_bounds = [*state.inputs, (state.lo, state.hi)]
     return result
 
 

@@ -69,12 +69,9 @@ def step_boxes(net: nn.Module, model: AffineStepModel, lo: Tensor, hi: Tensor
     """Sound box of the next state for every state box ``lo, hi [B, n]`` (the actions as the
     network computes them in floating point: widened by its rounding bound)."""
     bounds = crown_linear_bounds(net, lo, hi)
-    error = rounding_bound(net, lo, hi)  # [B, k]
+    error = rounding_bound(net, lo, hi, layer_bounds=bounds.layer_bounds)  # [B, k]
     bounds.lb, bounds.ub = bounds.lb - error, bounds.ub + error
     bounds.lo, bounds.hi = bounds.lo - error, bounds.hi + error
-    if not bounds.from_input:  # a LayerNorm cut the linear chain: use constant action bounds
-        zeros = torch.zeros(lo.shape[0], bounds.lo.shape[1], lo.shape[1], dtype=torch.float64)
-        bounds.lA, bounds.uA, bounds.lb, bounds.ub = zeros, zeros, bounds.lo, bounds.hi
     S = torch.as_tensor(model.state_matrix, dtype=torch.float64)
     A = torch.as_tensor(model.action_matrix, dtype=torch.float64)
     o = torch.as_tensor(model.offset, dtype=torch.float64)

@@ -10,9 +10,9 @@ A SAC/OPD checkpoint's ``model.safetensors`` holds (under ``algo.``) the actor's
                                 clamp((goal - m_g) * rsqrt(v_g + eps), -clip, clip)))))
 
 with the statistics rounded to float32 as the agent rounds them, optionally mapped from
-[-1, 1] to the environment's action box by ``ActionBox.to_env``'s float32 scale and offset. ``policy_from_tensors`` returns
-exactly that as an ``nn.Sequential`` of verifiable layers (``Affine``, ``Clamp``, trunk, head,
-``Tanh``[, ``Affine``]).
+[-1, 1] to the environment's action box by ``ActionBox.to_env``'s float32 scale and offset.
+``policy_from_tensors`` returns exactly that as an ``nn.Sequential`` of verifiable layers
+(``Affine``, ``Clamp``, trunk, head, ``Tanh``[, ``Affine``]).
 """
 
 from __future__ import annotations

@@ -4,11 +4,11 @@
 ascent); if that finds nothing it runs CROWN with branch-and-bound: boxes whose CROWN upper bound
 of ``spec_matrix @ y - spec_bias`` is below ``-margin`` on every row are proved; the others are
 checked at their centre (a violation there is a real counterexample) and split in two along the
-input dimension where the worst row's CROWN upper bound varies most (|coefficient| x width; the
-widest dimension relative to the original box when a LayerNorm cuts the linear chain). The answer is ``proved`` only when every box is
-proved, ``falsified`` only with an input whose actual network output violates, and ``unknown``
-when the box or time budget runs out (its details then give ``violation_upper_bound``, a sound
-upper bound of ``max_j (spec_matrix @ y - spec_bias)_j`` over the whole box).
+input dimension where the worst row's CROWN upper bound varies most (|coefficient| x width).
+The answer is ``proved`` only when every box is proved, ``falsified`` only with an input whose
+actual network output violates, and ``unknown`` when the box or time budget runs out (its
+details then give ``violation_upper_bound``, a sound upper bound of
+``max_j (spec_matrix @ y - spec_bias)_j`` over the whole box).
 
 A proof holds for the network as it runs in floating point (float32 for the agent's actor),
 not only for its real-number idealisation: each box's bound is raised by a rigorous bound of
@@ -120,8 +120,7 @@ def branch_and_bound(
                 "(e.g. a point region) lies within the rounding margin of the bound",
                 "violation_upper_bound": float(upper[stuck].max()),
                 "root_violation_upper_bound": root_bound})
-        children_lo, children_hi = _split_widest(lo, hi, width0,
-                                                 None if score is None else score[keep])
+        children_lo, children_hi = _split_widest(lo, hi, width0, score[keep])
         last_batch = time.perf_counter() - batch_start  # stop before a batch would overrun
         queue_lo, queue_hi = torch.cat([queue_lo, children_lo]), torch.cat([queue_hi, children_hi])
         queue_bound = torch.cat([queue_bound, upper, upper])  # a child inherits its parent's bound
@@ -130,19 +129,16 @@ def branch_and_bound(
 
 
 def _bound_boxes(net: nn.Module, lo: Tensor, hi: Tensor, spec_matrix: Tensor,
-                 spec_bias: Tensor) -> tuple[Tensor, Tensor | None]:
+                 spec_bias: Tensor) -> tuple[Tensor, Tensor]:
     """Upper bound of the violation margin per box ``[B]`` (the network's rounding included)
     and a split score ``[B, d]``.
 
-    The score is ``|coefficient| * width`` of the worst row's CROWN bound (None when a LayerNorm
-    cuts the linear chain to the input).
+    The score is ``|coefficient| * width`` of the worst row's CROWN bound.
     """
     bounds = crown_linear_bounds(net, lo, hi, spec_matrix)
-    rounding = rounding_bound(net, lo, hi, inputs=bounds.layer_inputs) @ spec_matrix.abs().T
+    rounding = rounding_bound(net, lo, hi, layer_bounds=bounds.layer_bounds) @ spec_matrix.abs().T
     rows_upper = bounds.hi + rounding - spec_bias
     upper, worst_row = rows_upper.max(-1)
-    if not bounds.from_input:
-        return upper, None
     coef = bounds.uA[torch.arange(lo.shape[0]), worst_row]
     return upper, coef.abs() * (hi - lo)
 

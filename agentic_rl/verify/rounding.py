@@ -58,27 +58,21 @@ def received(low: Tensor, high: Tensor, dtype: torch.dtype) -> tuple[Tensor, Ten
 
 def rounding_bound(net: nn.Module, low: Tensor, high: Tensor,
                    dtype: torch.dtype | None = None,
-                   inputs: list[tuple[Tensor, Tensor]] | None = None) -> Tensor:
+                   layer_bounds: list[tuple[Tensor, Tensor]] | None = None) -> Tensor:
     """``E [B, k]``: ``|net_float(x) - net_exact(x)| <= E`` for every ``x`` of ``dtype`` in each
     box ``[low, high]`` (``[B, d]``), the network run in ``dtype`` (default: its own).
-    ``inputs``: sound bounds of every layer's input (``LinearBounds.layer_inputs``, tighter
-    than the interval pass used without them)."""
+    ``layer_bounds``: sound bounds of every layer's input, then of the output
+    (``LinearBounds.layer_bounds``, tighter than the interval pass used without them)."""
     u = unit_roundoff(dtype or network_dtype(net))
     layers = layers_of(net)
-    if inputs is None:
-        inputs, lo, hi = [], low.to(torch.float64), high.to(torch.float64)
+    if layer_bounds is None:
+        layer_bounds = [(low.to(torch.float64), high.to(torch.float64))]
         for layer in layers:
-            inputs.append((lo, hi))
-            lo, hi = ibp_layer(layer, lo, hi)
-        inputs.append((lo, hi))
-    else:
-        inputs = [*inputs, (None, None)]
+            layer_bounds.append(ibp_layer(layer, *layer_bounds[-1]))
     error = torch.zeros_like(low, dtype=torch.float64)
     for index, layer in enumerate(layers):
-        lo, hi = inputs[index]
+        (lo, hi), (out_lo, out_hi) = layer_bounds[index], layer_bounds[index + 1]
         magnitude = torch.maximum(lo.abs(), hi.abs())
-        out_lo, out_hi = inputs[index + 1] if inputs[index + 1][0] is not None else \
-            ibp_layer(layer, lo, hi)
         out_magnitude = torch.maximum(out_lo.abs(), out_hi.abs())
         error = _layer_error(layer, error, magnitude, out_magnitude, lo, hi, u)
     return error

@@ -135,17 +135,18 @@ def grid_states_from_obs(core: Any, observation: np.ndarray) -> States:
     return np.concatenate([cells, np.rint(observation[:, 2:3]).astype(np.int64)], axis=1)
 
 
-def gridworld_system(core: Any, properties: PropertySet, goals: np.ndarray | None = None
+def gridworld_system(core: Any, properties: PropertySet | None, goals: np.ndarray | None = None
                      ) -> FiniteSystem:
     """A ``FiniteSystem`` for a grid world: states ``[row, col, has_key]``, 4 actions.
 
     Initial states are the allowed free cells, without the key; goals default to every allowed
     free cell. Forbidden = any state property of ``properties``
-    violated by the observation ``core.observe(...)["observation"]``.
+    violated by the observation ``core.observe(...)["observation"]``; ``properties=None``
+    forbids nothing (to watch something else along the rollouts, such as the actions).
     """
-    state_props = [p for p in properties.properties
-                   if isinstance(p, (StateBox, StateHalfspace, ForbiddenBox))]
-    if not state_props:
+    state_props = [] if properties is None else [
+        p for p in properties.properties if isinstance(p, (StateBox, StateHalfspace, ForbiddenBox))]
+    if properties is not None and not state_props:
         raise ValueError("the property file has no state property to check on the grid")
 
     def observation(states: States) -> np.ndarray:
@@ -153,6 +154,8 @@ def gridworld_system(core: Any, properties: PropertySet, goals: np.ndarray | Non
         return core.observe(pos, key, pos)["observation"]
 
     def forbidden(states: States) -> np.ndarray:
+        if not state_props:
+            return np.zeros(len(states), dtype=bool)
         obs = observation(states)
         return np.any([p.violations(obs, properties.parts) for p in state_props], axis=0)
 

@@ -94,7 +94,7 @@ def verify_grid(algo: Any, env_name: str, env_kwargs: dict, properties: Property
                     result.status = "unknown"
                     result.details["reason"] = "the counterexample does not replay in the env"
         elif isinstance(prop, ForbiddenActions):
-            result = _forbidden_actions(core, properties.parts, prop, algo, steps)
+            result = _forbidden_actions(core, prop, algo, steps)
         else:
             result = VerifyResult(prop.name, "unknown", 0.0, details={
                 "reason": f"{prop.kind} concerns continuous or text actions, not a grid policy"})
@@ -102,14 +102,11 @@ def verify_grid(algo: Any, env_name: str, env_kwargs: dict, properties: Property
     return results
 
 
-def _forbidden_actions(core: Any, parts: dict, prop: ForbiddenActions, algo: Any,
-                       steps: int) -> VerifyResult:
+def _forbidden_actions(core: Any, prop: ForbiddenActions, algo: Any, steps: int
+                       ) -> VerifyResult:
     """Roll the greedy policy from every (start, goal) pair and watch its actions."""
     start = time.perf_counter()
-    harmless = PropertySet(parts={"all": (0, 1)}, properties=[
-        {"name": "nothing", "kind": "state_box", "part": "all", "low": [-np.inf],
-         "high": [np.inf]}])
-    system = gridworld_system(core, harmless)
+    system = gridworld_system(core, None)  # nothing forbidden: the actions are watched
     base, seen = greedy(algo), []
 
     def watched(obs: dict[str, np.ndarray], allowed: np.ndarray | None) -> np.ndarray:

@@ -51,6 +51,12 @@ class ReplayBuffer:
         # which slots are sampleable
         self.priorities: Priorities | None = None
 
+    @property
+    def slots(self) -> int:
+        """Flat transition slots ``capacity * num_envs`` (a flat index is ``row * num_envs +
+        env``)."""
+        return self.capacity * self.num_envs
+
     def __len__(self) -> int:
         return (self.capacity if self.full else self.pos) * self.num_envs
 

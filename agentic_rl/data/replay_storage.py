@@ -84,7 +84,7 @@ class ReplayStorage:
         shapes = replay_shapes(settings.obs_dim, settings.goal_dim, settings.act_dim)
         capacity = max(spec.buffer_size // spec.num_envs, spec.horizon + 1)
         self.replay = ReplayBuffer(capacity, spec.num_envs, shapes)
-        self.replay.priorities = self.new_priorities(capacity * spec.num_envs)
+        self.replay.priorities = self.new_priorities(self.replay.slots)
         self.demo_replay: ReplayBuffer | None = None
         self.env_steps = 0  # the latest ``owed`` call's (anneals the weights' exponent)
         names = [s.name for s in demos.skills] or [DEFAULT_SKILL]
@@ -118,7 +118,7 @@ class ReplayStorage:
             total = sum(int(e["reward"].shape[0]) for _, e, _, _ in episodes)
             self.demo_replay = ReplayBuffer(total, 1, replay_shapes(
                 self.settings.obs_dim, self.settings.goal_dim, self.settings.act_dim))
-            self.demo_replay.priorities = self.new_priorities(total)
+            self.demo_replay.priorities = self.new_priorities(self.demo_replay.slots)
             for _, episode, _, _ in episodes:
                 self.demo_replay.add_episode(episode)
 
@@ -166,10 +166,10 @@ class ReplayStorage:
         demo_count = round(size * demos / max(online + demos, 1))
         parts = []
         if size - demo_count > 0:
-            parts.append(self.draw(self.replay, size - demo_count, generator, 0))
+            parts.append(self.draw(self.replay, size - demo_count, online, generator, 0))
         if demo_count > 0:
-            parts.append(self.draw(self.demo_replay, demo_count, generator,
-                                   self.replay.capacity * self.replay.num_envs))
+            parts.append(self.draw(self.demo_replay, demo_count, demos, generator,
+                                   self.replay.slots))
         batch = {k: torch.cat([p[k] for p in parts]) for k in parts[0]} if len(parts) > 1 \
             else parts[0]
         if self.settings.prioritized is not None:
@@ -186,15 +186,16 @@ class ReplayStorage:
         self.updates_done += 1
         return batch
 
-    def draw(self, buffer: ReplayBuffer, count: int, generator: torch.Generator,
-             offset: int) -> dict[str, torch.Tensor]:
-        """``count`` transitions of ``buffer``, uniformly or by priority (then with unnormalised
-        ``weight`` and ``index`` = ``offset`` + the buffer's flat slot)."""
+    def draw(self, buffer: ReplayBuffer, count: int, sampleable: int,
+             generator: torch.Generator, offset: int) -> dict[str, torch.Tensor]:
+        """``count`` transitions of ``buffer`` (which holds ``sampleable``), uniformly or by
+        priority (then with unnormalised ``weight`` and ``index`` = ``offset`` + the buffer's
+        flat slot)."""
         if buffer.priorities is None:
             return buffer.sample(count, generator, **self.her)
         flat, probability = buffer.priorities.sample(count, generator)
         batch = buffer.sample(count, generator, **self.her, flat=flat)
-        batch["weight"] = importance_weights(probability, buffer.num_sampleable(), self.beta())
+        batch["weight"] = importance_weights(probability, sampleable, self.beta())
         batch["index"] = flat + offset
         return batch
 
@@ -206,7 +207,7 @@ class ReplayStorage:
 
     def update_priorities(self, index: torch.Tensor, td_error: torch.Tensor) -> None:
         """The TD errors ``[B]`` a learner measured on the batch with ``index [B]``."""
-        online_slots = self.replay.capacity * self.replay.num_envs
+        online_slots = self.replay.slots
         demo = index >= online_slots
         self.replay.priorities.update(index[~demo], td_error[~demo])
         if demo.any():

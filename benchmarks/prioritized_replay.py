@@ -22,14 +22,14 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import markdown_table, write_json  # noqa: E402
+from common import markdown_table, unconstrained, write_json  # noqa: E402
 from sample_efficiency import REPO, run_ours, summarise  # noqa: E402
 
 TASKS = {"push": ("configs/opd_fetch_push.yaml", 0.90, 100_000, 2000, 20),
          "pointmaze": ("configs/sac_her_pointmaze.yaml", 0.70, 100_000, 5000, 50)}
 METHODS = {"uniform": (), "prioritized": ("algorithm.prioritized={}",)}
 # (switch, config, overrides without it, overrides with it); FetchReach, [256, 256]. The
-# Lagrangian's "without" is the same config run by plain SAC (its cost keys dropped).
+# Lagrangian's "without" is the same config run by plain SAC (common.unconstrained).
 SWITCHES = [
     ("prioritized replay (SAC+HER)", "configs/sac_her_fetch_reach.yaml", (),
      ("algorithm.prioritized={}",)),
@@ -38,7 +38,6 @@ SWITCHES = [
     ("Lagrangian constraint (SAC-Lag vs SAC, monitor on in both)",
      "configs/sac_lag_fetch_reach_obstacle.yaml", ("algorithm.name=sac",), ()),
 ]
-CONSTRAINT_KEYS = ("cost_limit", "lagrange_lr", "init_lagrange", "cost_critic_lr")
 
 
 def sample_efficiency(args: argparse.Namespace) -> dict:
@@ -65,6 +64,7 @@ def _run(job: tuple) -> dict:
 
 
 def steps_per_second(config: str, overrides: tuple[str, ...], steps: int, out_dir: Path) -> float:
+    from agentic_rl.algos import CONFIGS
     from agentic_rl.config import read_config, validate_config
     from agentic_rl.train.run import train
 
@@ -72,9 +72,9 @@ def steps_per_second(config: str, overrides: tuple[str, ...], steps: int, out_di
         f"training.total_timesteps={steps}", f"training.eval_freq={steps}",
         "training.num_eval_episodes=1", f"training.checkpoint_freq={steps}",
         "training.stop_success_rate=null", "algorithm.hidden_sizes=[256,256]", *overrides])
-    if not raw["algorithm"]["name"].endswith("_lag"):
-        for key in CONSTRAINT_KEYS:
-            raw["algorithm"].pop(key, None)
+    name = raw["algorithm"]["name"]
+    if not name.endswith("_lag") and f"{name}_lag" in CONFIGS:
+        raw["algorithm"] = unconstrained(raw["algorithm"], name)
     run = validate_config(raw)
     start = time.perf_counter()
     summary = train(run, out_dir / f"run_{time.time_ns()}", show_progress=False)

@@ -19,11 +19,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import markdown_table, write_json  # noqa: E402
+from common import markdown_table, unconstrained, write_json  # noqa: E402
 
 TASKS = {"fetch": ("configs/sac_lag_fetch_reach_obstacle.yaml", ("sac_lag", "sac"), 4000),
          "lava": ("configs/ppo_lag_gridworld_lava.yaml", ("ppo_lag", "ppo"), 150_000)}
-CONSTRAINT_KEYS = ("cost_limit", "lagrange_lr", "init_lagrange", "cost_critic_lr")
 
 
 def run(config_file: str, method: str, seed: int, steps: int, episodes: int,
@@ -36,8 +35,7 @@ def run(config_file: str, method: str, seed: int, steps: int, episodes: int,
                                     f"training.eval_freq={steps}"])
     raw["algorithm"]["name"] = method
     if not method.endswith("_lag"):  # the same config, unconstrained
-        for key in CONSTRAINT_KEYS:
-            raw["algorithm"].pop(key, None)
+        raw["algorithm"] = unconstrained(raw["algorithm"], method)
     config = validate_config(raw)
     summary = train(config, folder / f"{method}_seed{seed}", show_progress=False)
     safety = summary["safety"]

@@ -73,12 +73,14 @@ def replay_in_env(env_kwargs: dict, details: dict, properties: PropertySet) -> b
     return False
 
 
-def verify_grid(algo: Any, env_name: str, env_kwargs: dict, properties: PropertySet,
-                max_steps: int) -> list[VerifyResult]:
-    """One result per property, in file order, for a grid learner ``algo``."""
+def verify_grid(algo: Any, env_name: str, env_kwargs: dict, properties: PropertySet
+                ) -> list[VerifyResult]:
+    """One result per property, in file order, for a grid learner ``algo``; a property
+    without a horizon is checked over the env's episode limit."""
     from agentic_rl.envs.make import make_env
 
-    core = make_env(env_name, env_kwargs).unwrapped.core
+    env = make_env(env_name, env_kwargs).unwrapped
+    core, max_steps = env.core, int(env.max_episode_steps)
     kwargs = {**_registered_kwargs(env_name), **env_kwargs}
     results = []
     for prop in properties.properties:
@@ -132,13 +134,6 @@ def _registered_kwargs(env_name: str) -> dict:
     from agentic_rl.envs.gridworld import ENV_IDS
 
     return dict(ENV_IDS[env_name])
-
-
-def grid_max_steps(env_name: str, env_kwargs: dict) -> int:
-    """The env's episode limit (the default horizon of its properties)."""
-    from agentic_rl.envs.make import make_env
-
-    return int(make_env(env_name, env_kwargs).unwrapped.max_episode_steps)
 
 
 def check_grid_learner(config: dict, folder: Path) -> None:

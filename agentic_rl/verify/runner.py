@@ -14,7 +14,6 @@ from torch import nn
 from agentic_rl.verify.closed_loop import verify_closed_loop
 from agentic_rl.verify.grid_runner import (
     check_grid_learner,
-    grid_max_steps,
     is_grid_env,
     verify_grid,
 )
@@ -163,8 +162,7 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
         algo, _ = deployed_learner(config, folder)
         kwargs = dict(env.get("kwargs") or {})
         check_parts(properties, 3)  # grid observations are [row, col, has_key]
-        results = verify_grid(algo, env["name"], kwargs, properties,
-                              grid_max_steps(env["name"], kwargs))
+        results = verify_grid(algo, env["name"], kwargs, properties)
         return _write_report({"checkpoint": str(folder), "property_file": str(property_file),
                               "method": "exhaustive enumeration of (start, goal) pairs",
                               **results_report(results)}, run_dir, out_file), results

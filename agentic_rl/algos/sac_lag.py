@@ -120,10 +120,9 @@ class SACLag(SAC):
         metrics = super().autograd_gradients(batch, x, next_x, alpha)  # backward of SAC's part
         cost_loss.backward()
         self.cost_optimizer.step()
-        with torch.no_grad():
-            for online, slow in zip(self.cost_critic.parameters(),
-                                    self.target_cost_critic.parameters()):
-                slow.lerp_(online, self.config.tau)
+        with torch.no_grad():  # the target's Polyak step, as SAC's (one fused lerp)
+            torch._foreach_lerp_(list(self.target_cost_critic.parameters()),
+                                 list(self.cost_critic.parameters()), self.config.tau)
         return {**metrics, "losses/cost_critic_loss": cost_loss.detach(),
                 "safety/cost_q_pi": self._cost_pi, "safety/lagrange_multiplier":
                 torch.tensor(self.lagrange), "safety/batch_cost": batch["cost"].mean()}

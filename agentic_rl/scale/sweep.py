@@ -12,7 +12,6 @@ table (Markdown, CSV) and the curves (PNG).
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import itertools
 import json
@@ -26,9 +25,9 @@ import numpy as np
 import yaml
 
 from agentic_rl.config import ConfigError, apply_override, validate_config
+from agentic_rl.train.ray_session import ray_session
 
 SWEEP_FILE = "sweep.json"
-LOCAL_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray's single-machine, loopback mode
 METRIC = "success_rate"
 SEARCHES = ("grid", "random", "optuna")
 
@@ -204,32 +203,6 @@ def prepare_folder(spec: SweepSpec, folder: Path, resume: bool) -> SweepSpec:
     spec.folder = str(folder.resolve())
     saved.write_text(json.dumps(asdict(spec), indent=2))
     return spec
-
-
-@contextlib.contextmanager
-def ray_session(address: str | None):
-    """``ray.init`` for the sweep, ``ray.shutdown`` after. Without ``address``: a local Ray in
-    its local-only mode, so its services listen on 127.0.0.1 alone (Ray otherwise takes the
-    machine's address and listens on every interface)."""
-    import ray
-    from ray._private import ray_constants
-
-    if ray.is_initialized():
-        yield
-        return
-    saved = (os.environ.get(LOCAL_ONLY), ray_constants.ENABLE_RAY_CLUSTER)
-    if address is None:  # read by the processes Ray starts, and by this one
-        os.environ[LOCAL_ONLY], ray_constants.ENABLE_RAY_CLUSTER = "0", False
-    try:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
-        yield
-    finally:
-        ray.shutdown()
-        if saved[0] is None:
-            os.environ.pop(LOCAL_ONLY, None)
-        else:
-            os.environ[LOCAL_ONLY] = saved[0]
-        ray_constants.ENABLE_RAY_CLUSTER = saved[1]
 
 
 def run_sweep(spec: SweepSpec, folder: Path, address: str | None = None,

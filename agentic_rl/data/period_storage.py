@@ -126,6 +126,13 @@ class PeriodStorage:
     def metrics(self) -> dict[str, float]:
         return {}
 
+    def abandon(self, envs: np.ndarray) -> None:
+        """The episodes in progress in ``envs`` (``[N]`` bool) will never finish: the Worker's
+        rows are never sampled, the Manager's periods so far are dropped."""
+        self.replays["worker"].drop_unfinished(envs)
+        for env in np.flatnonzero(envs).tolist():
+            self.recorder.episodes[env] = []
+
     def set_task(self, task_id: str, finished_stage: list) -> None:
         """Curriculum stages change the env only; both replays keep their data."""
 

@@ -111,7 +111,8 @@ class Priorities:
         total = self.tree.total
         if total <= 0:
             raise RuntimeError("no finished episode in the replay buffer yet; raise "
-                               "training.learning_starts above one episode length")
+                               "training.learning_starts above one episode length times the "
+                               "number of envs (all rollout workers' envs together)")
         uniform = torch.rand(count, generator=generator, dtype=torch.float64).numpy()
         prefix = (np.arange(count) + uniform) * (total / count)
         index = self.tree.find(np.minimum(prefix, np.nextafter(total, 0.0)))

@@ -114,10 +114,14 @@ class ReplayBuffer:
         rows = (last - length + 1 + torch.arange(length)) % self.capacity
         return {name: self.storage[name][rows, env] for name in FIELDS}
 
-    def drop_unfinished(self) -> None:
-        """Forget the episodes still running (e.g. cut by a checkpoint taken mid-episode): their
-        rows stay unsampleable and each env's next episode starts at the next row."""
-        self.current_start[:] = self.pos
+    def drop_unfinished(self, envs: np.ndarray | None = None) -> None:
+        """Forget the episodes still running (e.g. cut by a checkpoint taken mid-episode) in
+        every env or in ``envs`` (``[num_envs]`` bool): their rows stay unsampleable and each
+        such env's next episode starts at the next row."""
+        if envs is None:
+            self.current_start[:] = self.pos
+        else:
+            self.current_start[torch.from_numpy(np.asarray(envs, dtype=bool))] = self.pos
 
     def add_episode(self, episode: dict[str, torch.Tensor]) -> None:
         """Append a whole episode (fields ``[L, ...]``) to a single-env buffer (demonstrations)."""
@@ -147,7 +151,8 @@ class ReplayBuffer:
             valid = self.valid_indices()
             if valid.numel() == 0:
                 raise RuntimeError("no finished episode in the replay buffer yet; raise "
-                                   "training.learning_starts above one episode length")
+                                   "training.learning_starts above one episode length times the "
+                                   "number of envs (all rollout workers' envs together)")
             flat = valid[torch.randint(valid.numel(), (batch_size,), generator=generator)]
         batch = {name: self._flat[name].index_select(0, flat) for name in FIELDS}
         if her_strategy != "none" and relabel_ratio > 0:

@@ -139,6 +139,13 @@ class ReplayStorage:
             self.current_skills[episode.env_index] = self.skills.select(self.task_id)
         return observed
 
+    def abandon(self, envs: np.ndarray) -> None:
+        """The episodes in progress in ``envs`` (``[N]`` bool) will never finish (their rollout
+        worker died): their rows are never sampled, and those envs start with a new skill."""
+        self.replay.drop_unfinished(envs)
+        for env in np.flatnonzero(envs).tolist():
+            self.current_skills[env] = self.skills.select(self.task_id)
+
     def set_task(self, task_id: str, finished_stage: list[dict[str, torch.Tensor]]) -> None:
         for episode in finished_stage:
             for buffer in self.prototypes.values():

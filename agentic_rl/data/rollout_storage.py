@@ -53,6 +53,21 @@ class RolloutStorage:
     def metrics(self) -> dict[str, float]:
         return {}
 
+    @property
+    def steps_per_update(self) -> int:
+        """Steps per env between updates: rollout workers collect exactly this many with the
+        latest weights."""
+        return self.buffer.num_steps
+
+    def abandon(self, envs: np.ndarray) -> None:
+        """The episodes in progress in ``envs`` (``[N]`` bool) will never finish: the rollout
+        so far ends them as truncated at their last stored step (bootstrapped from the state
+        that step reached), so no advantage runs into the next, unrelated episode."""
+        buffer = self.buffer
+        if buffer._data is None or buffer.step == 0 or buffer.full:
+            return  # nothing of theirs is waiting for an update
+        buffer._data.truncated[buffer.step - 1] |= torch.from_numpy(np.asarray(envs, dtype=bool))
+
     def set_task(self, task_id: str, finished_stage: list) -> None:
         """A curriculum stage changes the env only; rollouts are never reused across updates."""
 

@@ -170,6 +170,13 @@ class TextEpisodeStorage:
                 "dagger/labelled_episodes": float(len(self.labelled)),
                 "dagger/labelled_steps": float(sum(len(e) for e in self.labelled))}
 
+    def abandon(self, envs: np.ndarray) -> None:
+        """The episodes in progress in ``envs`` (``[N]`` bool) will never finish (their rollout
+        worker died): their steps are dropped; the restarted worker plays the same episode
+        numbers again, so their groups still fill."""
+        for env in np.flatnonzero(envs).tolist():
+            self.steps[env] = []
+
     def set_task(self, task_id: str, finished_stage: list) -> None:
         """Curriculum stages change the envs only."""
 

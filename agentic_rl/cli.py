@@ -42,7 +42,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     run_dir = Path(args.log_dir) / f"{Path(args.config).stem}_seed{config.training.seed}"
     print(f"run folder: {run_dir}")
     summary = train(config, run_dir, resume=args.resume, init_from=args.init_from,
-                    show_progress=not args.no_progress)
+                    show_progress=not args.no_progress, address=args.address)
     brief = {k: v for k, v in summary.items() if k != "eval_history"}
     print(json.dumps(brief, indent=2))
     if "csv" in config.training.loggers:  # the curve is drawn from metrics.csv
@@ -199,6 +199,8 @@ def _add_train(sub) -> None:
                        help="start from another run: a flat learner's actor, normalisers and "
                        "prototypes, other learners' whole state")
     train.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    train.add_argument("--address", help="with training.rollout_workers=N: a running Ray "
+                       "cluster (auto or HOST:PORT); default: a local Ray on this machine")
     train.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                        help="dotted overrides, e.g. algorithm.opd_alpha=0.1")
     train.set_defaults(func=cmd_train)

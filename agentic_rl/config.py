@@ -75,6 +75,10 @@ class TrainingConfig(Section):
     device: Literal["auto", "cpu", "cuda"] = "cpu"
     torch_threads: int = Field(1, ge=1)
     overlap_env: bool = False
+    rollout_workers: int = Field(0, ge=0, description="Ray actors that collect (0: in-process)")
+    weight_sync_every: int = Field(
+        1_000, ge=1, description="off-policy with rollout workers: env steps (all workers "
+        "together) per chunk, each chunk collected with the weights sent with it")
     log_freq: int = Field(500, ge=1)
     loggers: list[Literal["tensorboard", "csv", "wandb"]] = Field(
         default_factory=lambda: ["tensorboard", "csv"], min_length=1,
@@ -89,12 +93,18 @@ class TrainingConfig(Section):
                                             or self.wandb_mode != "offline"):
             raise ValueError("training.wandb_project and training.wandb_mode are read only "
                              "with wandb in training.loggers, e.g. loggers=[tensorboard,csv,wandb]")
+        if self.rollout_workers and self.overlap_env:
+            raise ValueError("training.overlap_env steps in-process envs in a worker process; "
+                             "with training.rollout_workers the workers step them: drop one")
+        if not self.rollout_workers and self.weight_sync_every != 1_000:
+            raise ValueError("training.weight_sync_every is read only with "
+                             "training.rollout_workers > 0")
         if len(set(self.loggers)) != len(self.loggers):
             raise ValueError(f"training.loggers lists one twice: {self.loggers}")
         return self
 
     @field_validator("total_timesteps", "learning_starts", "eval_freq", "checkpoint_freq",
-                     "buffer_size", "log_freq", mode="before")
+                     "buffer_size", "log_freq", "weight_sync_every", mode="before")
     @classmethod
     def _float_counts(cls, value: Any) -> Any:
         """Accept ``1e6`` in YAML for counts (YAML reads it as a float or a string)."""
@@ -130,6 +140,13 @@ class ExperimentConfig(Section):
     environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     verification: VerificationConfig = Field(default_factory=VerificationConfig)
+
+    @model_validator(mode="after")
+    def _workers_without_train_shield(self) -> "ExperimentConfig":
+        if self.training.rollout_workers and self.verification.shield_train:
+            raise ValueError("verification.shield_train needs the envs in the learner's process; "
+                             "it cannot run with training.rollout_workers (shield_eval can)")
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -22,7 +22,7 @@ from agentic_rl.data.storage import Storage, StorageSpec
 # algorithm config lists its own in a ``unread_keys`` ClassVar; ``config.validate_config``
 # rejects such a key set away from its default, naming the algorithms that do read it.
 ON_POLICY_TRAINING_KEYS = ("training.learning_starts", "training.buffer_size",
-                           "training.overlap_env")
+                           "training.overlap_env", "training.weight_sync_every")
 ENV_NORMALISER_KEYS = ("environment.normalize_obs", "environment.normalize_goal",
                        "environment.clip_obs", "environment.goal_region")
 ENV_INPUT_KEYS = ENV_NORMALISER_KEYS + ("environment.curriculum",)

@@ -73,8 +73,9 @@ class TextOPD:
         self._device_table = torch.zeros(0, table.dim, device=self.device)
 
     @classmethod
-    def build_envs(cls, config: Any) -> tuple[Any, Any]:
-        """Training envs (``games_per_iteration x group_size``) and the held-out eval env."""
+    def build_envs(cls, config: Any, part: tuple[int, int] | None = None) -> tuple[Any, Any]:
+        """Training envs (``games_per_iteration x group_size`` schedule slots, or rollout
+        worker ``part=(index, count)``'s share of them) and the held-out eval env."""
         from agentic_rl.collect.text_envs import build_text_envs
         from agentic_rl.envs.make import check_text_env
 
@@ -84,7 +85,7 @@ class TextOPD:
                              "demonstration file from `agentic-rl demos --env "
                              "agentic_rl/ALFWorld-v0`")
         return build_text_envs(config.algorithm, dict(config.environment.kwargs),
-                               config.training.seed)
+                               config.training.seed, part)
 
     @classmethod
     def from_config(cls, config: Any, env: Any) -> "TextOPD":

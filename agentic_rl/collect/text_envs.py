@@ -11,19 +11,26 @@ import numpy as np
 
 from agentic_rl.collect.collector import EVAL_SEED_OFFSET
 from agentic_rl.collect.game_schedule import GroupSchedule, SeedSchedule
-from agentic_rl.collect.text_inputs import TextInputs
+from agentic_rl.collect.text_inputs import ROW_IDS, TextInputs
 from agentic_rl.data.text_table import TextTable
 from agentic_rl.envs.make import LeanSyncVectorEnv
 
 
 class TextVectorEnv(LeanSyncVectorEnv):
-    """The training envs; their schedule's state is saved with the run (``env_state``)."""
+    """The training envs (schedule slots ``slots``); their schedule's state is saved with the
+    run (``env_state``). ``table`` is the text table their observations index; ``table_keys``
+    the observation parts that hold its row ids (a rollout worker's rows are renumbered into
+    the learner's table)."""
 
-    def __init__(self, env_fns, schedule: GroupSchedule) -> None:
+    table_keys = ROW_IDS + ("commands",)
+
+    def __init__(self, env_fns, schedule: GroupSchedule, table: TextTable,
+                 slots: list[int] | None = None) -> None:
         from gymnasium.vector import AutoresetMode
 
         super().__init__(env_fns, autoreset_mode=AutoresetMode.DISABLED)
-        self.schedule = schedule
+        self.schedule, self.table = schedule, table
+        self.slots = list(range(len(env_fns))) if slots is None else list(slots)
 
     def env_state(self) -> dict[str, Any]:
         return {"episodes": self.schedule.state()}
@@ -82,9 +89,11 @@ def text_env(env_kwargs: dict[str, Any], games: list[str], table: TextTable, sch
     return TextInputs(env, table, schedule, slot, algo.max_commands, planner, period)
 
 
-def build_text_envs(algo: Any, env_kwargs: dict[str, Any], seed: int
-                    ) -> tuple[TextVectorEnv, TextInputs]:
-    """``(training envs, held-out evaluation env)`` sharing one lazy text table."""
+def build_text_envs(algo: Any, env_kwargs: dict[str, Any], seed: int,
+                    part: tuple[int, int] | None = None) -> tuple[TextVectorEnv, TextInputs]:
+    """``(training envs, held-out evaluation env)`` sharing one lazy text table; with
+    ``part=(index, count)`` the training envs are the ``index``-th of ``count`` near-equal
+    contiguous shares of the schedule's slots (a rollout worker's)."""
     from agentic_rl.envs.alfworld.text_encoder import shared_encoder
     from agentic_rl.plan import build_planner
 
@@ -95,8 +104,15 @@ def build_text_envs(algo: Any, env_kwargs: dict[str, Any], seed: int
     schedule = GroupSchedule(train_ids, algo.games_per_iteration, algo.group_size,
                              algo.dagger_rounds, seed)
     labelled = algo.dagger_rounds > 0
+    slots = list(range(schedule.width))
+    if part is not None:
+        if part[1] > schedule.width:
+            raise ValueError(f"training.rollout_workers={part[1]} is more than the text "
+                             f"agent's {schedule.width} env slots (games_per_iteration x "
+                             "group_size)")
+        slots = [int(s) for s in np.array_split(np.arange(schedule.width), part[1])[part[0]]]
     envs = TextVectorEnv([_thunk(env_kwargs, games, table, schedule, algo, slot, labelled,
-                                 planner) for slot in range(schedule.width)], schedule)
+                                 planner) for slot in slots], schedule, table, slots)
     eval_env = text_env(env_kwargs, games, table, SeedSchedule(held, seed + EVAL_SEED_OFFSET),
                         algo, planner=planner)
     return envs, eval_env

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from typing import Iterator
 
 import numpy as np
 
+from agentic_rl.collect.chunks import CollectedStep
 from agentic_rl.collect.collector import Collector, FinishedEpisode
 from agentic_rl.data.checkpoint import BEST_DIR, save_model
 from agentic_rl.data.storage import StepRecord
@@ -86,35 +88,71 @@ def overlapped_envs(run: Run):
 def train_loop(run: Run, logger: Logger, show_progress: bool = True) -> None:
     """Run until ``training.total_timesteps`` env steps (or the stop success rate).
 
-    With ``training.overlap_env`` the envs step in worker processes: step t+1's action is
+    Steps come from a step source: the in-process envs (``LocalSteps``) or rollout workers
+    (``train.rollout_workers``, with ``training.rollout_workers > 0``). With
+    ``training.overlap_env`` the in-process envs step in worker processes: step t+1's action is
     chosen, the envs start stepping, and step t's gradient updates run meanwhile (the action
     comes from the policy one update older than in a sequential loop; the updates see exactly
     the same replay contents). Before evaluations, logs, checkpoints and at episode boundaries
     no update is left pending, so checkpoints resume exactly."""
-    async_envs = overlapped_envs(run)
+    source = step_source(run)
+    run.collection_metrics = getattr(source, "metrics", None)
     try:
         with CtrlC() as ctrl_c:
-            _train_loop(run, logger, show_progress, async_envs, ctrl_c)
+            _train_loop(run, logger, show_progress, source, ctrl_c)
     finally:
-        if async_envs is not None:
-            async_envs.close()
+        source.close()
     if ctrl_c.pressed:
         raise CheckpointedInterrupt(run.step)
 
 
-def _train_loop(run: Run, logger: Logger, show_progress: bool, async_envs,
-                ctrl_c: CtrlC) -> None:
-    training, algo, storage = run.config.training, run.algo, run.storage
-    collector = Collector(async_envs if async_envs is not None else run.envs, run.rng)
-    collector.reset_all(state.pending_reset_seeds(run))
-    num_envs, updates, policy_state = collector.num_envs, Updates(), None
-    clock = (time.perf_counter(), run.step)  # start of the current logging interval
-    session_start = time.perf_counter() - run.wall_seconds
-    last_success = run.eval_history[-1]["success_rate"] if run.eval_history else float("nan")
-    shield = run.safety.train_shield if run.safety is not None else None
-    with Progress(training.total_timesteps, run.step, show_progress) as progress:
-        while run.step < training.total_timesteps:
-            random = run.step < training.learning_starts and not storage.warm
+def step_source(run: Run):
+    """Rollout workers where ``training.rollout_workers`` asks for them, else the run's envs
+    (stepped in worker processes with ``training.overlap_env``)."""
+    workers = run.config.training.rollout_workers
+    if workers:
+        from agentic_rl.train.remote_steps import RemoteSteps
+
+        if not callable(getattr(run.storage, "abandon", None)):
+            raise TypeError(f"{type(run.storage).__name__} has no abandon(envs); rollout "
+                            "workers need it to drop a dead worker's episodes")
+        return RemoteSteps(run, workers)
+    return LocalSteps(run, overlapped_envs(run))
+
+
+class LocalSteps:
+    """The loop's step source on the run's own envs (or their ``AsyncVectorEnv`` copy)."""
+
+    waits_for_boundary = True  # checkpoints wait for an episode boundary: they resume exactly
+
+    def __init__(self, run: Run, async_envs) -> None:
+        self.async_envs = async_envs
+        self.defers_updates = async_envs is not None
+        self.collector = Collector(async_envs if async_envs is not None else run.envs, run.rng)
+        self.num_envs = self.collector.num_envs
+
+    @property
+    def at_episode_boundary(self) -> bool:
+        return self.collector.at_episode_boundary
+
+    @property
+    def episode_seeds(self) -> np.ndarray:
+        return self.collector.episode_seeds
+
+    def env_state(self) -> dict | None:
+        """The envs' own state for a checkpoint (e.g. text schedule slots' episode numbers)."""
+        envs = self.collector.envs
+        return envs.env_state() if hasattr(envs, "env_state") else None
+
+    def steps(self, run: Run, updates: "Updates") -> Iterator[CollectedStep]:
+        """Act, step the envs and hand over each step; the updates owed by the previous step
+        run while the envs step."""
+        collector, algo = self.collector, run.algo
+        collector.reset_all(state.pending_reset_seeds(run))
+        policy_state = None
+        shield = run.safety.train_shield if run.safety is not None else None
+        while True:
+            random = run.step < run.config.training.learning_starts and not run.storage.warm
             obs = {**collector.obs, "is_first": collector.is_first}
             if shield is not None:
                 obs = shield.restrict(obs)
@@ -127,19 +165,39 @@ def _train_loop(run: Run, logger: Logger, show_progress: bool, async_envs,
             collector.step_async(env_action)
             updates.run(run)  # the previous step's, while the envs step
             transition, episode_end, finished = collector.step_wait(extras["unit_action"])
+            yield CollectedStep(StepRecord(transition, extras, episode_end, finished,
+                                           collector.obs, obs, collector.reached),
+                                env_action, episode_step)
+
+    def close(self) -> None:
+        if self.async_envs is not None:
+            self.async_envs.close()
+
+
+def _train_loop(run: Run, logger: Logger, show_progress: bool, source,
+                ctrl_c: CtrlC) -> None:
+    training, algo, storage = run.config.training, run.algo, run.storage
+    num_envs, updates = source.num_envs, Updates()
+    clock = (time.perf_counter(), run.step)  # start of the current logging interval
+    session_start = time.perf_counter() - run.wall_seconds
+    last_success = run.eval_history[-1]["success_rate"] if run.eval_history else float("nan")
+    with Progress(training.total_timesteps, run.step, show_progress) as progress:
+        steps = source.steps(run, updates) if run.step < training.total_timesteps else iter(())
+        for step in steps:
+            record = step.record
             if run.safety is not None:
-                reached = transition.get("next_obs")  # goal envs: the state the step reached
+                reached = record.transition.get("next_obs")  # goal envs: the state reached
                 run.safety.monitor.check(None if reached is None else reached.numpy(),
-                                         env_action.numpy(), episode_step, inputs=obs)
-            for episode in storage.add(StepRecord(transition, extras, episode_end, finished,
-                                                  collector.obs, obs, collector.reached)):
+                                         step.env_action.numpy(), step.episode_step,
+                                         inputs=record.obs)
+            for episode in storage.add(record):
                 algo.observe(episode)
-            record_episodes(run, finished)
+            record_episodes(run, record.finished)
             previous, run.step = run.step, run.step + num_envs
             updates.pending = storage.owed(run.step, num_envs)
             evaluated = crossed(previous, run.step, training.eval_freq)
             logged = crossed(previous, run.step, training.log_freq)
-            if async_envs is None or evaluated or logged or collector.at_episode_boundary or (
+            if not source.defers_updates or evaluated or logged or source.at_episode_boundary or (
                     ctrl_c.pressed or
                     run.checkpoint_pending_since is not None or run.step >= training.total_timesteps
                     or crossed(previous, run.step, training.checkpoint_freq)):
@@ -149,14 +207,17 @@ def _train_loop(run: Run, logger: Logger, show_progress: bool, async_envs,
             if logged:
                 clock = log_training(run, logger, updates, clock)
             run.wall_seconds = time.perf_counter() - session_start
-            state.maybe_checkpoint(run, previous, collector)
+            state.maybe_checkpoint(run, previous, source)
             progress.update(run.step, last_success)
             stop_at = training.stop_success_rate
-            if ctrl_c.pressed or evaluated and stop_at is not None and last_success >= stop_at:
+            if ctrl_c.pressed or run.step >= training.total_timesteps or (
+                    evaluated and stop_at is not None and last_success >= stop_at):
                 break
+        if hasattr(steps, "close"):
+            steps.close()
     if updates.counts:
         log_training(run, logger, updates, clock)
-    state.save_run(run, collector)
+    state.save_run(run, source)
 
 
 class Updates:
@@ -202,6 +263,7 @@ def log_training(run: Run, logger: Logger, updates: Updates,
     logger.log(run.step, {**updates.means(), **episode_metrics(run.recent_episodes),
                           **run.storage.metrics(),
                           **(run.safety.metrics() if run.safety else {}),
+                          **(run.collection_metrics() if run.collection_metrics else {}),
                           "time/fps": fps, "time/episodes": float(run.episodes)})
     return now, run.step
 

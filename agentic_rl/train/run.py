@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -92,11 +93,26 @@ def transfer_from(run: Run, source_dir: str | Path) -> None:
                                    timestamp=float(meta["timestamp"]))
 
 
+def workers_session(config: ExperimentConfig, address: str | None):
+    """A Ray session while rollout workers need one (nothing otherwise)."""
+    if not config.training.rollout_workers:
+        if address is not None:
+            raise ConfigError("--address attaches rollout workers to a Ray cluster; set "
+                              "training.rollout_workers=N too")
+        return contextlib.nullcontext()
+    from agentic_rl.train.ray_session import ray_session
+
+    return ray_session(address)
+
+
 def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
           init_from: str | Path | None = None, show_progress: bool = True,
-          on_evaluation: Callable[[int, dict[str, float]], None] | None = None) -> dict:
+          on_evaluation: Callable[[int, dict[str, float]], None] | None = None,
+          address: str | None = None) -> dict:
     """Train, write ``summary.json`` and return it; ``on_evaluation(step, metrics)`` is called
-    after each evaluation (``eval/success_rate`` and the other ``eval/`` metrics)."""
+    after each evaluation (``eval/success_rate`` and the other ``eval/`` metrics). With
+    ``training.rollout_workers`` a local Ray starts for the run, or it attaches to the cluster
+    at ``address`` (``auto`` or ``HOST:PORT``)."""
     run_dir = Path(run_dir)
     resume = prepare_run_dir(config, run_dir, resume, init_from)
     run = build_run(config, run_dir)
@@ -109,7 +125,8 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
         transfer_from(run, init_from)
     logger = open_logger(config, run_dir, purge_step=run.step if resume else None)
     try:
-        train_loop(run, logger, show_progress)
+        with workers_session(config, address):
+            train_loop(run, logger, show_progress)
         training, safety = config.training, run.safety
         if safety is not None:
             safety.eval_monitor.reset()  # summary.json reports the final evaluation alone
@@ -129,5 +146,8 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
                "best_model": str(run_dir / BEST_DIR) if run.eval_history else None}
     if run.safety is not None:
         summary["safety"] = run.safety.summary()
+    if run.collection_metrics is not None:
+        summary["rollout_workers"] = {k.removeprefix("workers/"): int(v)
+                                      for k, v in run.collection_metrics().items()}
     write_summary(run_dir, summary)
     return summary

@@ -41,6 +41,7 @@ class Run:
     resume_reset_seeds: np.ndarray | None = None
     safety: Safety | None = None
     on_evaluation: Callable[[int, dict[str, float]], None] | None = None  # e.g. a sweep's report
+    collection_metrics: Callable[[], dict[str, float]] | None = None  # e.g. worker restarts
 
 
 def build_algo(config: ExperimentConfig, env) -> Any:
@@ -51,15 +52,26 @@ def build_algo(config: ExperimentConfig, env) -> Any:
     return algo
 
 
-def build_envs(config: ExperimentConfig) -> tuple[Any, Any]:
+def build_envs(config: ExperimentConfig, part: tuple[int, int] | None = None
+               ) -> tuple[Any, Any]:
     """``(training vector env without autoreset, evaluation env)``: the algorithm's own
-    ``build_envs`` where it has one (text agents), else ``environment.*`` through Gymnasium."""
+    ``build_envs`` where it has one (text agents), else ``environment.*`` through Gymnasium.
+
+    ``part=(index, count)``: the envs of rollout worker ``index`` of ``count``. An algorithm
+    with its own ``build_envs`` splits its envs among the workers (a text agent's schedule
+    slots); Gymnasium envs are not split: each worker runs ``environment.num_envs``."""
     custom = getattr(LOOP_ALGORITHMS[config.algorithm.name], "build_envs", None)
     if custom is not None:
-        return custom(config)
+        return custom(config, part)
     env_cfg = config.environment
     return (make_vec_env(env_cfg.name, env_cfg.num_envs, env_cfg.kwargs, env_cfg.goal_region),
             make_env(env_cfg.name, env_cfg.kwargs, env_cfg.goal_region))
+
+
+def envs_replicated(config: ExperimentConfig) -> bool:
+    """Each rollout worker runs a copy of ``environment.num_envs`` envs (True), or a part of
+    the algorithm's own envs (False: ``build_envs`` of text agents)."""
+    return not hasattr(LOOP_ALGORITHMS[config.algorithm.name], "build_envs")
 
 
 def horizon_of(env) -> int:
@@ -79,8 +91,11 @@ def build_run(config: ExperimentConfig, run_dir: Path) -> Run:
     curriculum = Curriculum(env_cfg.curriculum)
     curriculum.apply(envs)
     curriculum.apply(eval_env)
+    # the storage sees the rollout workers' envs side by side (see build_envs)
+    num_envs = envs.num_envs * (max(training.rollout_workers, 1)
+                                if envs_replicated(config) else 1)
     storage = algo.make_storage(StorageSpec(
-        envs.num_envs, training.buffer_size, horizon_of(eval_env), training.learning_starts,
+        num_envs, training.buffer_size, horizon_of(eval_env), training.learning_starts,
         goal_functions(eval_env), training.seed, curriculum.task_id, env_cfg.name,
         dict(env_cfg.kwargs), env_cfg.goal_region, training.total_timesteps))
     run = Run(config, run_dir, envs, eval_env, algo, storage, curriculum,

@@ -14,7 +14,8 @@ FORCED_AFTER_EPISODES = 2  # checkpoint mid-episode if no episode boundary comes
 
 
 def save_run(run: Run, collector) -> None:
-    """Checkpoint now. Exact (bit-identical continuation) when every env is between episodes."""
+    """Checkpoint now. Exact (bit-identical continuation) when every env is between episodes.
+    ``collector`` is the loop's step source (``at_episode_boundary``, ``episode_seeds``)."""
     exact = collector.at_episode_boundary
     tensors, algo_skeleton = flatten_state(run.algo.state_dict(), "algo")
     tensors["loop.sample_generator"] = run.sample_generator.get_state()
@@ -24,8 +25,9 @@ def save_run(run: Run, collector) -> None:
         "rng": run.rng.bit_generator.state, "algo": algo_skeleton,
         "curriculum_index": run.curriculum.index, "recent_episodes": run.recent_episodes,
         "eval_history": run.eval_history, "config": run.config.model_dump(mode="json")}
-    if hasattr(run.envs, "env_state"):  # e.g. which game each text env plays next
-        meta["env_state"] = run.envs.env_state()
+    env_state = collector.env_state()  # e.g. which game each text env plays next
+    if env_state is not None:
+        meta["env_state"] = env_state
     arrays, meta["storage"] = run.storage.state()
     buffers = with_prefix(arrays, "storage")
     save_checkpoint(run.run_dir / "checkpoints", run.step, tensors, meta, buffers)
@@ -34,14 +36,16 @@ def save_run(run: Run, collector) -> None:
 
 def maybe_checkpoint(run: Run, previous_step: int, collector) -> None:
     """Checkpoint every ``checkpoint_freq`` steps, at the next episode boundary (or, when the
-    envs' episodes never line up, after ``FORCED_AFTER_EPISODES`` episode lengths)."""
+    envs' episodes never line up, after ``FORCED_AFTER_EPISODES`` episode lengths); at once
+    where the step source's checkpoints can never be exact (rollout workers)."""
     every = run.config.training.checkpoint_freq
     if run.step // every > previous_step // every and run.checkpoint_pending_since is None:
         run.checkpoint_pending_since = run.step
     if run.checkpoint_pending_since is None:
         return
     waited = run.step - run.checkpoint_pending_since
-    if collector.at_episode_boundary or waited >= FORCED_AFTER_EPISODES * horizon_of(run.eval_env):
+    if (collector.at_episode_boundary or not collector.waits_for_boundary
+            or waited >= FORCED_AFTER_EPISODES * horizon_of(run.eval_env)):
         save_run(run, collector)
 
 

@@ -1,4 +1,5 @@
-"""``agentic-rl sweep --address`` on a two-node Ray cluster on the loopback range, both nodes
+"""``agentic-rl sweep --address`` and ``agentic-rl train --address`` with two rollout workers on
+a two-node Ray cluster on the loopback range, both nodes
 started (each with its own temp dir and one CPU) and stopped by the test. The nodes take
 127.0.0.2 and 127.0.0.3: Ray turns 127.0.0.1 into the machine's own address on a cluster."""
 
@@ -62,6 +63,14 @@ def test_sweep_runs_on_a_two_node_cluster(tmp_path):
         assert sweep.returncode == 0, sweep.stderr[-3000:]
         assert len(list((tmp_path / "sweep_tiny").glob("*/run/summary.json"))) == 2
         assert "| algorithm.gamma=0.95 | 1 (0) |" in sweep.stdout
+        training = subprocess.run(  # one rollout worker on each node (one CPU each)
+            [sys.executable, "-m", "agentic_rl.cli", "train", str(config), "--log-dir",
+             str(tmp_path / "workers"), "--no-progress", "--address", f"{HEAD}:{port}",
+             "training.rollout_workers=2", "training.weight_sync_every=20",
+             "training.learning_starts=40"],
+            capture_output=True, text=True, timeout=300, cwd=REPO, env=ENV)
+        assert training.returncode == 0, training.stderr[-3000:]
+        assert '"restarts": 0' in training.stdout and '"env_steps": 80' in training.stdout
     finally:
         subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120, env=ENV)
         shutil.rmtree(head_dir, ignore_errors=True)

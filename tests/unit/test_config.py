@@ -91,6 +91,20 @@ def test_a_key_the_algorithm_does_not_read_is_an_error_naming_its_readers(name, 
     assert readers and name not in readers.split(", ")
 
 
+@pytest.mark.parametrize("raw, message", [
+    ({"training": {"weight_sync_every": 500}}, "read only with training.rollout_workers > 0"),
+    ({"training": {"rollout_workers": 2, "overlap_env": True}}, "drop one"),
+    ({"training": {"rollout_workers": 2}, "verification": {"shield_train": True}},
+     "cannot run with training.rollout_workers"),
+    ({"algorithm": {"name": "ppo"}, "training": {"rollout_workers": 2, "weight_sync_every": 64}},
+     "'training.weight_sync_every' is not read by ppo"),
+])
+def test_rollout_worker_keys_that_cannot_work_together_are_one_line_errors(raw, message):
+    with pytest.raises(ConfigError, match=message) as caught:
+        validate_config({"algorithm": {"name": "sac"}, **raw})
+    assert "\n" not in str(caught.value)
+
+
 def test_an_agent_section_of_older_configs_is_merged_into_algorithm():
     config = validate_config({"algorithm": {"name": "opd", "opd_alpha": 0.5},
                               "agent": {"hidden_sizes": [32], "self_prototypes": False}})

@@ -1,0 +1,221 @@
+"""Collection in Ray actors (``training.rollout_workers: W``).
+
+Each worker holds ``environment.num_envs`` envs and a copy of the learner, acts with it and
+sends chunks of ``T`` steps (``collect.chunks``) through Ray's object store; the learner's
+weights travel the other way once per chunk. The loop joins the workers' chunks side by side,
+so the storage sees one vector env of ``W * N`` envs, and feeds them step by step exactly as it
+feeds in-process steps.
+
+Off-policy learners: the next chunk is requested before the current one is fed, so the workers
+collect while the learner updates (the acting policy is at most two chunks old; ``T`` is
+``training.weight_sync_every / (W * N)``). Learners whose storage declares
+``steps_per_update`` (on-policy rollouts) get chunks of exactly one rollout, collected with the
+weights of the latest update, so they stay on-policy.
+
+A worker that dies (e.g. ``kill -9``) is restarted by Ray; its chunk in flight is lost, its
+envs' episodes in progress are abandoned in the storage (``storage.abandon``) and it starts
+fresh episodes with the current weights. The loop logs ``workers/restarts`` and
+``workers/lost_chunks``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from agentic_rl.collect.chunks import Chunk, CollectedStep, pack
+from agentic_rl.collect.collector import Collector
+from agentic_rl.config import ExperimentConfig, validate_config
+from agentic_rl.data.storage import StepRecord
+from agentic_rl.envs.curriculum import Curriculum
+from agentic_rl.train.setup import build_algo, build_envs
+
+RESUBMITS = 3  # attempts to get a chunk from a worker that keeps dying
+RESTART_TIMEOUT = 600.0  # seconds a restarted worker may take to build its envs
+
+
+def to_cpu(state: Any) -> Any:
+    """A copy of a (nested) state dict with every tensor on the CPU."""
+    if isinstance(state, torch.Tensor):
+        return state.detach().cpu()
+    if isinstance(state, dict):
+        return {k: to_cpu(v) for k, v in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(to_cpu(v) for v in state)
+    return state
+
+
+class RolloutWorker:
+    """Envs and a CPU copy of the learner in one process (the body of a Ray actor):
+    ``environment.num_envs`` envs, or for an algorithm with its own ``build_envs`` (text
+    agents) this worker's share of them.
+
+    Args:
+        config: the run's resolved config (``model_dump`` form).
+        index: the worker's number (seeds its episodes); ``count``: how many there are.
+    """
+
+    def __init__(self, config: dict[str, Any], index: int, count: int) -> None:
+        training = {k: v for k, v in config["training"].items()
+                    if k not in ("rollout_workers", "weight_sync_every")}
+        raw = {**config, "training": {**training, "device": "cpu"}}
+        self.config: ExperimentConfig = validate_config(raw)
+        torch.set_num_threads(1)
+        self.index = index
+        self.envs, eval_env = build_envs(self.config, (index, count))
+        self.table = getattr(self.envs, "table", None)  # text row ids index it
+        self.table_sent = 1  # rows the learner knows (row 0, the empty text, it always does)
+        self.algo = build_algo(self.config, eval_env)
+        eval_env.close()
+        self.curriculum = Curriculum(self.config.environment.curriculum)
+        self.generation: tuple[int, int] | None = None
+        self.collector: Collector | None = None
+        self.policy_state: Any = None
+
+    def num_envs(self) -> int:
+        return int(self.envs.num_envs)
+
+    def _start(self, generation: tuple[int, int], env_state: dict | None) -> None:
+        """Fresh episodes, seeded by ``(seed, index, *generation)``; ``env_state`` (e.g. the
+        text schedule's episode numbers) where the learner has one."""
+        if env_state is not None:
+            self.envs.load_env_state(env_state)
+        seeds = np.random.SeedSequence([self.config.training.seed, self.index, *generation])
+        torch.manual_seed(int(seeds.generate_state(1)[0]))
+        self.collector = Collector(self.envs, np.random.default_rng(seeds))
+        self.collector.reset_all()
+        self.policy_state, self.generation = None, generation
+
+    def collect(self, steps: int, weights: dict[str, Any], mode: str,
+                generation: tuple[int, int], stage: int, env_state: dict | None) -> Chunk:
+        """``steps`` steps of every env with the learner state ``weights``.
+
+        ``generation`` is ``(first env step of this session, restarts of this worker)``: a new
+        one starts fresh episodes (from ``env_state``); ``stage`` is the curriculum stage. The
+        chunk's ``texts`` are the rows this worker's text table added since the last chunk."""
+        if generation != self.generation:
+            self._start(generation, env_state)
+        self.algo.load_state_dict(weights)
+        if self.curriculum.active and stage != self.curriculum.index:
+            self.curriculum.index = stage
+            self.curriculum.apply(self.envs)
+        collector, collected = self.collector, []
+        for _ in range(steps):
+            obs = {**collector.obs, "is_first": collector.is_first}
+            env_action, self.policy_state, extras = self.algo.act(obs, self.policy_state, mode)
+            episode_step = collector.steps_in_episode.copy()
+            transition, episode_end, finished = collector.step(env_action, extras["unit_action"])
+            collected.append(CollectedStep(StepRecord(
+                transition, extras, episode_end, finished, collector.obs, obs,
+                collector.reached), env_action, episode_step))
+        chunk = pack(collected)
+        if self.table is not None:
+            chunk.texts = self.table.texts[self.table_sent:]
+            self.table_sent = len(self.table)
+        return chunk
+
+
+class RolloutWorkers:
+    """The learner's side: ``count`` worker actors, their chunk requests and restarts.
+
+    Args:
+        config: the run's config.
+        count: number of workers (``training.rollout_workers``).
+        first_step: the run's env step when this session started (seeds fresh episodes).
+    """
+
+    def __init__(self, config: ExperimentConfig, count: int, first_step: int) -> None:
+        import ray
+
+        cpus = ray.available_resources().get("CPU", 0.0)
+        actor = ray.remote(RolloutWorker).options(
+            num_cpus=min(1.0, max(cpus, 0.01) / count), max_restarts=-1, max_task_retries=0)
+        dumped = config.model_dump(mode="json")
+        self.handles = [actor.remote(dumped, index, count) for index in range(count)]
+        sizes = ray.get([handle.num_envs.remote() for handle in self.handles])
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)])  # worker w: envs [o_w, o_w+1)
+        self.num_envs = int(self.offsets[-1])
+        self.first_step = first_step
+        self.restarts = [0] * count
+        self.lost_chunks = 0
+        self._pending: list[Any] = []
+        self._request: tuple = ()
+
+    def launch(self, steps: int, weights: dict[str, Any], mode: str, stage: int,
+               env_state: dict | None = None) -> None:
+        """Ask every worker for its next ``steps`` steps (returns at once); ``env_state`` is
+        what a worker that starts fresh episodes starts them from."""
+        import ray
+
+        weights_ref = ray.put(to_cpu(weights))
+        self._request = (steps, weights_ref, mode, stage, env_state)
+        self._pending = [self._submit(w) for w in range(len(self.handles))]
+
+    def _submit(self, worker: int):
+        steps, weights_ref, mode, stage, env_state = self._request
+        return self.handles[worker].collect.remote(
+            steps, weights_ref, mode, (self.first_step, self.restarts[worker]), stage, env_state)
+
+    def gather(self) -> tuple[list[Chunk], list[int]]:
+        """Each worker's launched chunk, and the workers that were restarted meanwhile (their
+        chunk is one of fresh episodes)."""
+        import ray
+        from ray.exceptions import ActorUnavailableError, RayActorError
+
+        chunks, restarted = [], []
+        for worker, pending in enumerate(self._pending):
+            for attempt in range(RESUBMITS + 1):
+                try:
+                    chunks.append(ray.get(pending))
+                    break
+                except (RayActorError, ActorUnavailableError) as error:
+                    if attempt == RESUBMITS:
+                        raise RuntimeError(f"rollout worker {worker} died {RESUBMITS + 1} "
+                                           "times in a row") from error
+                    self.restarts[worker] += 1
+                    self.lost_chunks += 1
+                    print(f"rollout worker {worker} died ({type(error).__name__}); Ray restarts "
+                          "it; its chunk in flight and its episodes in progress are lost",
+                          file=sys.stderr)
+                    self._wait_until_back(worker)
+                    pending = self._submit(worker)
+            if attempt > 0:
+                restarted.append(worker)
+        self._pending = []
+        return chunks, restarted
+
+    def _wait_until_back(self, worker: int) -> None:
+        """Block until Ray has restarted the worker (its envs and learner copy are built)."""
+        import ray
+        from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
+
+        deadline = time.monotonic() + RESTART_TIMEOUT
+        while time.monotonic() < deadline:
+            try:
+                ray.get(self.handles[worker].num_envs.remote(), timeout=RESTART_TIMEOUT)
+                return
+            except (ActorUnavailableError, GetTimeoutError, RayActorError):
+                time.sleep(0.5)  # still restarting
+        raise RuntimeError(f"rollout worker {worker} did not come back within "
+                           f"{RESTART_TIMEOUT} s of its restart")
+
+    def env_mask(self, workers: list[int]) -> np.ndarray:
+        """``[num_envs]`` bool: the envs of ``workers``."""
+        mask = np.zeros(self.num_envs, dtype=bool)
+        for worker in workers:
+            mask[self.offsets[worker]:self.offsets[worker + 1]] = True
+        return mask
+
+    def metrics(self) -> dict[str, float]:
+        return {"workers/restarts": float(sum(self.restarts)),
+                "workers/lost_chunks": float(self.lost_chunks)}
+
+    def close(self) -> None:
+        import ray
+
+        for handle in self.handles:
+            ray.kill(handle, no_restart=True)

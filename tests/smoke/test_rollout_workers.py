@@ -1,0 +1,93 @@
+"""``training.rollout_workers``: every family trains through Ray actors on a real local Ray
+(started and stopped here, loopback only), a worker killed with ``kill -9`` is restarted and
+the run finishes, and a run with workers resumes from its checkpoint."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from agentic_rl.train.logger import read_metrics
+from agentic_rl.train.run import train
+from tests.smoke.test_family_matrix import FAMILIES, ON_POLICY, family_config
+
+ray = pytest.importorskip("ray", reason="rollout workers need the [ray] extra")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    from agentic_rl.train.ray_session import ray_session
+
+    with ray_session(None):
+        yield
+
+
+def worker_config(tmp_path, family: str, steps: int = 200, **training):
+    sync = {} if family in ON_POLICY else {"weight_sync_every": 40}
+    return family_config(tmp_path, family, steps, training={
+        "rollout_workers": 2, **sync, **training})
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_trains_with_two_workers(tmp_path, family):
+    summary = train(worker_config(tmp_path, family), tmp_path / "run", show_progress=False)
+    assert summary["env_steps"] == 200
+    assert summary["rollout_workers"] == {"restarts": 0, "lost_chunks": 0}
+    series = read_metrics(tmp_path / "run" / "metrics.csv")
+    assert "rollout/ep_len_mean" in series and "workers/restarts" in series
+
+
+def test_curriculum_stage_reaches_the_workers(tmp_path):
+    curriculum = {"success_threshold": 0.0, "stages": [
+        {"name": "near", "env_attrs": {"goal_range": 0.2}},
+        {"name": "far", "env_attrs": {"goal_range": 1.0}}]}
+    config = family_config(tmp_path, "sac", training={"rollout_workers": 1,
+                                                      "weight_sync_every": 20},
+                           environment={"curriculum": curriculum})
+    train(config, tmp_path / "run", show_progress=False)
+    stages = read_metrics(tmp_path / "run" / "metrics.csv")["curriculum/stage"]
+    assert max(value for _, value in stages) == 1.0
+
+
+def rollout_worker_pids() -> list[int]:
+    """Processes whose title Ray set to ``ray::RolloutWorker...``."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    title = handle.read().split(b"\0")[0]
+            except OSError:
+                continue
+            if title.startswith(b"ray::RolloutWorker"):
+                pids.append(int(entry))
+    return pids
+
+
+def test_a_killed_worker_is_restarted_and_the_run_finishes(tmp_path):
+    killed = []
+
+    def kill_a_worker(step, metrics):
+        if not killed:
+            pids = rollout_worker_pids()
+            assert pids, "no rollout worker process found"
+            os.kill(pids[0], signal.SIGKILL)
+            killed.append(pids[0])
+
+    config = worker_config(tmp_path, "sac", steps=400)
+    summary = train(config, tmp_path / "run", show_progress=False, on_evaluation=kill_a_worker)
+    assert killed and summary["env_steps"] == 400
+    assert summary["rollout_workers"]["restarts"] >= 1
+    assert summary["rollout_workers"]["lost_chunks"] == summary["rollout_workers"]["restarts"]
+    assert killed[0] not in rollout_worker_pids()
+
+
+def test_a_run_with_workers_resumes_from_its_checkpoint(tmp_path):
+    train(worker_config(tmp_path, "sac", steps=100), tmp_path / "run", show_progress=False)
+    summary = train(worker_config(tmp_path, "sac", steps=200), tmp_path / "run", resume=True,
+                    show_progress=False)
+    assert summary["env_steps"] == 200
+    evaluations = read_metrics(tmp_path / "run" / "metrics.csv")["eval/success_rate"]
+    assert [step for step, _ in evaluations] == [100, 200]

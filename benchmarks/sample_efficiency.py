@@ -6,7 +6,11 @@
 reach: OPD with 20 expert episodes (target 0.95, bar <= 1,000 steps) and SAC+HER without demos
 (bar <= 4,000 steps); eval every 100 steps on 20 deterministic episodes.
 push: OPD with 100 expert episodes (target 0.90 within 100,000 steps), optionally SB3 SAC+HER
-at the same budget and hyper-parameters. Runs are sequential, one torch thread each.
+at the same budget and hyper-parameters. pick_and_place (issue 22): OPD with 100 expert
+episodes on FetchPickAndPlace-v4 (target 0.90 within 200,000 steps), from scratch and
+transferred (``--init-from``) from an OPD run on FetchPush-v4 of the same seed (trained first,
+to 0.90; its steps are reported apart). Runs are sequential (``--jobs N``: N at a time), one
+torch thread each.
 """
 
 from __future__ import annotations
@@ -29,7 +33,14 @@ TASKS = {
               ("sac+her", "configs/sac_her_fetch_reach.yaml", 0.95, 6000, 100),
               ("td3+her", "configs/td3_her_fetch_reach.yaml", 0.95, 6000, 100)],
     "push": [("opd (100 demos)", "configs/opd_fetch_push.yaml", 0.90, 100_000, 2000)],
+    "pick_and_place": [
+        ("opd (100 demos)", "configs/opd_fetch_pick_and_place.yaml", 0.90, 200_000, 4000),
+        ("opd transfer (from push)", "configs/opd_fetch_pick_and_place.yaml", 0.90, 200_000,
+         4000)],
 }
+# methods that start from another run: (its label, config, target, budget, eval_freq)
+SOURCES = {"opd transfer (from push)": ("push source", "configs/opd_fetch_push.yaml", 0.90,
+                                        100_000, 2000)}
 
 
 def steps_to(history: list[dict], target: float) -> int | None:
@@ -38,7 +49,7 @@ def steps_to(history: list[dict], target: float) -> int | None:
 
 
 def run_ours(label, config_path, target, budget, eval_freq, seed, out_dir, eval_episodes,
-             extra_overrides=()):
+             extra_overrides=(), init_from=None):
     overrides = [f"training.seed={seed}", f"training.total_timesteps={budget}",
                  f"training.eval_freq={eval_freq}", f"training.stop_success_rate={target}",
                  f"training.num_eval_episodes={eval_episodes}",
@@ -46,12 +57,42 @@ def run_ours(label, config_path, target, budget, eval_freq, seed, out_dir, eval_
     config = load_config(REPO / config_path, overrides)
     name = label.replace(" ", "_").replace("+", "")
     run_dir = out_dir / f"{Path(config_path).stem}_{name}_seed{seed}_{int(time.time())}"
-    summary = train(config, run_dir, show_progress=False)
+    summary = train(config, run_dir, show_progress=False, init_from=init_from)
     history = summary["eval_history"]
     return {"method": label, "seed": seed, "steps_to_target": steps_to(history, target),
             "best_success": max(h["success_rate"] for h in history),
             "env_steps": summary["env_steps"], "wall_seconds": summary["wall_seconds"],
             "run_dir": str(run_dir)}
+
+
+def ensure_demos(config_path: str) -> None:
+    """Record a config's demonstration file now if it is missing (as its first run would), so
+    parallel runs do not record it at once."""
+    from agentic_rl.experts.demos import record_demos, save_demos
+
+    config = load_config(REPO / config_path)
+    path = config.algorithm.prototype_data_path
+    if path and not Path(path).exists():
+        env = config.environment
+        save_demos(record_demos(env.name, config.algorithm.prototype_episodes,
+                                seed=config.training.seed + 10_000_000, env_kwargs=env.kwargs,
+                                goal_region=env.goal_region), path)
+
+
+def run_method(job: tuple) -> dict:
+    """One seed of one method; a transfer method first trains its source run."""
+    label, config_path, target, budget, eval_freq, seed, out_dir, episodes = job
+    source = None
+    if label in SOURCES:
+        source = run_ours(*SOURCES[label], seed, out_dir, episodes)
+        print(source, flush=True)
+    result = run_ours(label, config_path, target, budget, eval_freq, seed, out_dir, episodes,
+                      init_from=source["run_dir"] if source else None)
+    if source is not None:
+        result["source"] = {k: source[k] for k in ("steps_to_target", "env_steps",
+                                                   "wall_seconds", "run_dir")}
+    print(result, flush=True)
+    return result
 
 
 def summarise(results: list[dict]) -> list[dict]:
@@ -77,16 +118,25 @@ def main() -> None:
     parser.add_argument("--sb3", action="store_true", help="also run SB3 SAC+HER (push)")
     parser.add_argument("--sb3-seeds", type=int, help="SB3 seeds (default: --seeds)")
     parser.add_argument("--out-dir", default="bench_out/sample_efficiency")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once (processes)")
+    parser.add_argument("--methods", nargs="*", help="only these methods (labels)")
     parser.add_argument("--json")
     args = parser.parse_args()
     out_dir = Path(args.out_dir)
-    results = []
-    for label, config_path, target, budget, eval_freq in TASKS[args.task]:
-        for seed in range(args.seeds):
-            result = run_ours(label, config_path, target, args.budget or budget, eval_freq,
-                              seed, out_dir, args.eval_episodes)
-            print(result, flush=True)
-            results.append(result)
+    jobs = [(label, config_path, target, args.budget or budget, eval_freq, seed, out_dir,
+             args.eval_episodes)
+            for label, config_path, target, budget, eval_freq in TASKS[args.task]
+            if not args.methods or label in args.methods for seed in range(args.seeds)]
+    for config_path in {job[1] for job in jobs} | {SOURCES[j[0]][1] for j in jobs
+                                                   if j[0] in SOURCES}:
+        ensure_demos(config_path)
+    if args.jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.jobs) as pool:
+            results = list(pool.map(run_method, jobs))
+    else:
+        results = [run_method(job) for job in jobs]
     if args.sb3:
         from sb3_her import train_sb3_her
 

@@ -12,7 +12,8 @@ the workers' start-up: importing torch and MuJoCo, building the envs). Alternate
 of ``--repeats``. alfworld: the text agent's collection alone (the loop's step source consumed
 with no storage and no updates), 8 env slots (4 games x 2) on real ALFWorld train games
 (``$ALFWORLD_SLIM``, default ``../shared/alfworld/train_slim.tar.xz``), in-process, split over 1
-and over 2 workers; env steps/s after a warm-up of one chunk. learning: the same config at its own budget (6,000 env steps), in-process and
+and over 2 workers; env steps/s after a warm-up of 1,000 env steps (one chunk), each run with a
+cold sentence-encoder cache. learning: the same config at its own budget (6,000 env steps), in-process and
 with 2 workers, the eval success curve of each seed and the first step at >= 0.95.
 
 Every Ray address is local: the script starts a local Ray on 127.0.0.1 and stops it.
@@ -88,16 +89,19 @@ def alfworld_config(folder: Path, workers: int):
         "training": {"total_timesteps": 10**9, **training}})
 
 
-def collection_fps(config, folder: Path, steps: int) -> float:
-    """env steps/s of the loop's step source alone, after a warm-up of one chunk."""
+def collection_fps(config, folder: Path, steps: int, warm_up: int) -> float:
+    """env steps/s of the loop's step source alone, after ``warm_up`` env steps. Every
+    process starts with a cold sentence-encoder cache: a worker is a new process, and this one
+    forgets what an earlier repeat encoded."""
     import time
 
+    from agentic_rl.envs.alfworld import text_encoder
     from agentic_rl.train.loop import Updates, step_source
     from agentic_rl.train.setup import build_run
 
+    text_encoder._SHARED.clear()  # the process-wide encoder and its cache of embeddings
     run = build_run(config, folder)
     source = step_source(run)
-    warm_up = getattr(source, "chunk_steps", 50) * source.num_envs
     try:
         start = None
         for step in source.steps(run, Updates()):
@@ -118,7 +122,7 @@ def alfworld(args: argparse.Namespace, folder: Path) -> dict:
         for name in SETUPS:
             config = alfworld_config(folder, workers[name])
             fps[name].append(round(collection_fps(config, folder / f"alf_{repeat}",
-                                                  args.steps), 1))
+                                                  args.steps, args.warm_up), 1))
             print(f"alfworld {name} repeat {repeat}: {fps[name][-1]} env steps/s", flush=True)
     median = {name: statistics.median(values) for name, values in fps.items()}
     print(markdown_table(["text agent collection", "env steps/s per repeat", "median",
@@ -160,6 +164,8 @@ def main() -> None:
     parser.add_argument("--task", choices=["speed", "alfworld", "learning"], required=True)
     parser.add_argument("--steps", type=int, default=4000, help="speed: env steps per run")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--warm-up", type=int, default=1000,
+                        help="alfworld: env steps before timing (a multiple of one chunk)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--out-dir", help="run folders (default: a temporary folder)")
     parser.add_argument("--json")

@@ -48,11 +48,12 @@ class RemoteSteps:
         if not envs_replicated(run.config) and count > run.envs.num_envs:
             raise ConfigError(f"training.rollout_workers={count} is more than the "
                               f"{run.envs.num_envs} envs this algorithm splits among them")
-        self.workers = RolloutWorkers(run.config, count, run.step)
-        self.num_envs = self.workers.num_envs
-        self.episode_seeds = np.zeros(self.num_envs, dtype=np.int64)
         per_update = getattr(run.storage, "steps_per_update", None)
         self.on_policy = per_update is not None
+        # off-policy: two chunks queued per worker, so none waits while another finishes
+        self.workers = RolloutWorkers(run.config, count, run.step, 1 if self.on_policy else 2)
+        self.num_envs = self.workers.num_envs
+        self.episode_seeds = np.zeros(self.num_envs, dtype=np.int64)
         self.chunk_steps = per_update or max(1, training.weight_sync_every // self.num_envs)
         self.requested = run.step  # env steps asked of the workers so far
         table = getattr(run.envs, "table", None)
@@ -64,12 +65,13 @@ class RemoteSteps:
         return self.schedule
 
     def _launch(self, run: Run) -> None:
+        """Top the workers' queues up with the learner's current weights."""
         random = (self.requested < run.config.training.learning_starts
                   and not run.storage.warm)
-        self.workers.launch(self.chunk_steps, run.algo.state_dict(),
-                            "random" if random else "explore", run.curriculum.index,
-                            self.schedule)
-        self.requested += self.chunk_steps * self.num_envs
+        rounds = self.workers.request(self.chunk_steps, run.algo.state_dict(),
+                                      "random" if random else "explore", run.curriculum.index,
+                                      self.schedule)
+        self.requested += rounds * self.chunk_steps * self.num_envs
 
     def _gather(self, run: Run) -> Chunk:
         chunks, restarted = self.workers.gather()
@@ -89,7 +91,7 @@ class RemoteSteps:
         while True:
             chunk = self._gather(run)
             if not self.on_policy:
-                self._launch(run)  # collected while this chunk is learnt from
+                self._launch(run)  # collected while this chunk is learnt from (in the queue)
             for t in range(chunk.steps):
                 yield unpack(chunk, t)
             if self.on_policy:  # the loop has run the update this rollout owed

@@ -6,9 +6,10 @@ weights travel the other way once per chunk. The loop joins the workers' chunks 
 so the storage sees one vector env of ``W * N`` envs, and feeds them step by step exactly as it
 feeds in-process steps.
 
-Off-policy learners: the next chunk is requested before the current one is fed, so the workers
-collect while the learner updates (the acting policy is at most two chunks old; ``T`` is
-``training.weight_sync_every / (W * N)``). Learners whose storage declares
+Off-policy learners: each worker has two chunk requests queued, and a new one (with the
+learner's current weights) is added as each chunk arrives, so the workers collect while the
+learner updates and a quick worker does not wait for a slow one (the acting policy is at most
+three chunks old; ``T`` is ``training.weight_sync_every / (W * N)``). Learners whose storage declares
 ``steps_per_update`` (on-policy rollouts) get chunks of exactly one rollout, collected with the
 weights of the latest update, so they stay on-policy.
 
@@ -20,6 +21,7 @@ fresh episodes with the current weights. The loop logs ``workers/restarts`` and
 
 from __future__ import annotations
 
+import collections
 import sys
 import time
 from typing import Any
@@ -120,15 +122,21 @@ class RolloutWorker:
 
 
 class RolloutWorkers:
-    """The learner's side: ``count`` worker actors, their chunk requests and restarts.
+    """The learner's side: ``count`` worker actors, each with a queue of chunk requests.
+
+    Every worker keeps up to ``depth`` requests queued, so one whose envs are quick goes on
+    collecting while the learner waits for a slower one's chunk (the chunks are joined in
+    lockstep; only the collection runs ahead).
 
     Args:
         config: the run's config.
         count: number of workers (``training.rollout_workers``).
         first_step: the run's env step when this session started (seeds fresh episodes).
+        depth: requests queued per worker.
     """
 
-    def __init__(self, config: ExperimentConfig, count: int, first_step: int) -> None:
+    def __init__(self, config: ExperimentConfig, count: int, first_step: int,
+                 depth: int = 1) -> None:
         import ray
 
         cpus = ray.available_resources().get("CPU", 0.0)
@@ -139,21 +147,25 @@ class RolloutWorkers:
         sizes = ray.get([handle.num_envs.remote() for handle in self.handles])
         self.offsets = np.concatenate([[0], np.cumsum(sizes)])  # worker w: envs [o_w, o_w+1)
         self.num_envs = int(self.offsets[-1])
-        self.first_step = first_step
+        self.first_step, self.depth = first_step, depth
         self.restarts = [0] * count
         self.lost_chunks = 0
-        self._pending: list[Any] = []
+        self._queues: list[collections.deque] = [collections.deque() for _ in range(count)]
         self._request: tuple = ()
 
-    def launch(self, steps: int, weights: dict[str, Any], mode: str, stage: int,
-               env_state: dict | None = None) -> None:
-        """Ask every worker for its next ``steps`` steps (returns at once); ``env_state`` is
-        what a worker that starts fresh episodes starts them from."""
+    def request(self, steps: int, weights: dict[str, Any], mode: str, stage: int,
+                env_state: dict | None = None) -> int:
+        """Top every worker's queue up to ``depth`` requests for ``steps`` steps with these
+        weights (returns at once); ``env_state`` is what a worker that starts fresh episodes
+        starts them from. Returns how many chunk rounds were added (0 to ``depth``)."""
         import ray
 
-        weights_ref = ray.put(to_cpu(weights))
-        self._request = (steps, weights_ref, mode, stage, env_state)
-        self._pending = [self._submit(w) for w in range(len(self.handles))]
+        self._request = (steps, ray.put(to_cpu(weights)), mode, stage, env_state)
+        added = self.depth - min(len(queue) for queue in self._queues)
+        for worker, queue in enumerate(self._queues):
+            while len(queue) < self.depth:
+                queue.append(self._submit(worker))
+        return added
 
     def _submit(self, worker: int):
         steps, weights_ref, mode, stage, env_state = self._request
@@ -161,13 +173,14 @@ class RolloutWorkers:
             steps, weights_ref, mode, (self.first_step, self.restarts[worker]), stage, env_state)
 
     def gather(self) -> tuple[list[Chunk], list[int]]:
-        """Each worker's launched chunk, and the workers that were restarted meanwhile (their
-        chunk is one of fresh episodes)."""
+        """Each worker's oldest requested chunk, and the workers that were restarted meanwhile
+        (their chunk is one of fresh episodes; their other queued requests were lost too)."""
         import ray
         from ray.exceptions import ActorUnavailableError, RayActorError
 
         chunks, restarted = [], []
-        for worker, pending in enumerate(self._pending):
+        for worker, queue in enumerate(self._queues):
+            pending = queue.popleft()
             for attempt in range(RESUBMITS + 1):
                 try:
                     chunks.append(ray.get(pending))
@@ -177,15 +190,15 @@ class RolloutWorkers:
                         raise RuntimeError(f"rollout worker {worker} died {RESUBMITS + 1} "
                                            "times in a row") from error
                     self.restarts[worker] += 1
-                    self.lost_chunks += 1
+                    self.lost_chunks += 1 + len(queue)
+                    queue.clear()
                     print(f"rollout worker {worker} died ({type(error).__name__}); Ray restarts "
-                          "it; its chunk in flight and its episodes in progress are lost",
+                          "it; its chunks in flight and its episodes in progress are lost",
                           file=sys.stderr)
                     self._wait_until_back(worker)
                     pending = self._submit(worker)
             if attempt > 0:
                 restarted.append(worker)
-        self._pending = []
         return chunks, restarted
 
     def _wait_until_back(self, worker: int) -> None:

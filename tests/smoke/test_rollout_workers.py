@@ -80,7 +80,9 @@ def test_a_killed_worker_is_restarted_and_the_run_finishes(tmp_path):
     summary = train(config, tmp_path / "run", show_progress=False, on_evaluation=kill_a_worker)
     assert killed and summary["env_steps"] == 400
     assert summary["rollout_workers"]["restarts"] >= 1
-    assert summary["rollout_workers"]["lost_chunks"] == summary["rollout_workers"]["restarts"]
+    # the chunk in flight and the one queued behind it: no more
+    restarts = summary["rollout_workers"]["restarts"]
+    assert restarts <= summary["rollout_workers"]["lost_chunks"] <= 2 * restarts
     assert killed[0] not in rollout_worker_pids()
 
 

@@ -124,9 +124,10 @@ def main() -> None:
     args = parser.parse_args()
     out_dir = Path(args.out_dir)
     jobs = [(label, config_path, target, args.budget or budget, eval_freq, seed, out_dir,
-             args.eval_episodes)
+             args.eval_episodes) for seed in range(args.seeds)
             for label, config_path, target, budget, eval_freq in TASKS[args.task]
-            if not args.methods or label in args.methods for seed in range(args.seeds)]
+            if not args.methods or label in args.methods]  # seed by seed: all methods of a
+    # seed finish before the next seed's start
     for config_path in {job[1] for job in jobs} | {SOURCES[j[0]][1] for j in jobs
                                                    if j[0] in SOURCES}:
         ensure_demos(config_path)

@@ -59,7 +59,12 @@ class StepRecord:
 
 @runtime_checkable
 class Storage(Protocol):
-    """The loop's side of a storage."""
+    """The loop's side of a storage.
+
+    With rollout workers (``training.rollout_workers``) the loop also calls
+    ``abandon(envs [N] bool)`` when a worker dies (its envs' episodes in progress will never
+    finish), and reads an optional ``steps_per_update`` (steps per env between updates) that
+    makes the workers collect exactly one update's worth with the latest weights (on-policy)."""
 
     warm: bool  # holds data before the first step (demos): no random-action phase
 

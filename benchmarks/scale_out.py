@@ -4,6 +4,7 @@ with workers against learning without.
     python benchmarks/scale_out.py --task speed --json F       # machine idle: timed runs
     python benchmarks/scale_out.py --task alfworld --json F    # machine idle: timed runs
     python benchmarks/scale_out.py --task learning --seeds 3 --json F
+    python benchmarks/scale_out.py --task kill --json F
 
 speed: SAC+HER on FetchReach-v4 ([256,256], one torch thread per process), the whole loop
 (collection and updates) in-process, with 1 and with 2 rollout workers. env steps/s is the
@@ -14,7 +15,9 @@ with no storage and no updates), 8 env slots (4 games x 2) on real ALFWorld trai
 (``$ALFWORLD_SLIM``, default ``../shared/alfworld/train_slim.tar.xz``), in-process, split over 1
 and over 2 workers; env steps/s after a warm-up of 1,000 env steps (one chunk), each run with a
 cold sentence-encoder cache. learning: the same config at its own budget (6,000 env steps), in-process and
-with 2 workers, the eval success curve of each seed and the first step at >= 0.95.
+with 2 workers, the eval success curve of each seed and the first step at >= 0.95. kill: the same run with
+2 workers, one of them killed (``kill -9``) at the third evaluation: restarts, lost chunks,
+env steps and final success.
 
 Every Ray address is local: the script starts a local Ray on 127.0.0.1 and stops it.
 """
@@ -159,9 +162,47 @@ def learning(args: argparse.Namespace, folder: Path) -> dict:
     return {"runs": results, "budget": 6000}
 
 
+def process_title(pid: str) -> bytes:
+    """The process's title (Ray names its actor processes ``ray::<class>...``)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""
+
+
+def kill(args: argparse.Namespace, folder: Path) -> dict:
+    import os
+    import signal
+
+    from agentic_rl.config import load_config
+    from agentic_rl.train.run import train
+
+    killed: list[int] = []
+
+    def kill_at_third_evaluation(step: int, metrics: dict) -> None:
+        if len(killed) < 1 and step >= 600:
+            pids = [pid for pid in os.listdir("/proc") if pid.isdigit()
+                    and process_title(pid).startswith(b"ray::RolloutWorker")]
+            os.kill(int(pids[0]), signal.SIGKILL)
+            killed.append(step)
+            print(f"killed rollout worker pid {pids[0]} at step {step}", flush=True)
+
+    config = load_config(CONFIG, list(SETUPS["2 workers"]))
+    summary = train(config, folder / "kill", show_progress=False,
+                    on_evaluation=kill_at_third_evaluation)
+    result = {"killed_at_step": killed[0] if killed else None,
+              "env_steps": summary["env_steps"], "final_success": summary["success_rate"],
+              "steps_to_0.95": first_at(summary["eval_history"], 0.95),
+              **summary["rollout_workers"]}
+    print(result)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", choices=["speed", "alfworld", "learning"], required=True)
+    parser.add_argument("--task", choices=["speed", "alfworld", "learning", "kill"],
+                        required=True)
     parser.add_argument("--steps", type=int, default=4000, help="speed: env steps per run")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--warm-up", type=int, default=1000,
@@ -174,8 +215,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as scratch, ray_session(None):
         folder = Path(args.out_dir or scratch)
-        result = {"speed": speed, "alfworld": alfworld, "learning": learning}[args.task](
-            args, folder)
+        result = {"speed": speed, "alfworld": alfworld, "learning": learning,
+                  "kill": kill}[args.task](args, folder)
     write_json(args.json, {"task": args.task, **result})
 
 

@@ -9,7 +9,8 @@ push: OPD with 100 expert episodes (target 0.90 within 100,000 steps), optionall
 at the same budget and hyper-parameters. pick_and_place (issue 22): OPD with 100 expert
 episodes on FetchPickAndPlace-v4 (target 0.90 within 200,000 steps), from scratch and
 transferred (``--init-from``) from an OPD run on FetchPush-v4 of the same seed (trained first,
-to 0.90; its steps are reported apart). Runs are sequential (``--jobs N``: N at a time), one
+to 0.90; its steps are reported apart), and with phase skills
+(``configs/opd_fetch_pick_and_place_skills.yaml``). Runs are sequential (``--jobs N``: N at a time), one
 torch thread each.
 """
 
@@ -36,7 +37,9 @@ TASKS = {
     "pick_and_place": [
         ("opd (100 demos)", "configs/opd_fetch_pick_and_place.yaml", 0.90, 200_000, 4000),
         ("opd transfer (from push)", "configs/opd_fetch_pick_and_place.yaml", 0.90, 200_000,
-         4000)],
+         4000),
+        ("opd skills (learned phases)", "configs/opd_fetch_pick_and_place_skills.yaml", 0.90,
+         200_000, 4000)],
 }
 # methods that start from another run: (its label, config, target, budget, eval_freq)
 SOURCES = {"opd transfer (from push)": ("push source", "configs/opd_fetch_push.yaml", 0.90,

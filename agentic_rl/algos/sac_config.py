@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class HERConfig(BaseModel):
@@ -61,6 +61,18 @@ class SkillConfig(BaseModel):
     task_ids: list[str] = Field(default_factory=list)
 
 
+class PhaseSkillsConfig(BaseModel):
+    """Skills that are the phases of one task (``data.phase_skills``): demonstrations cut into
+    phases, one prototype buffer each, a manager that says which phase a state is in."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    task: Literal["pick_and_place"] = Field(
+        description="whose phases: pick_and_place = reach, grasp, carry, place")
+    selection: Literal["rule", "learned"] = Field(
+        "learned", description="the phase rule, or a nearest-neighbour classifier fitted to "
+        "the phase-labelled demonstration states")
+
+
 class DemoConfig(BaseModel):
     """Demonstrations (recorded by the scripted expert when the file is missing), mixed into
     the replay and, per skill, kept as prototypes."""
@@ -71,6 +83,14 @@ class DemoConfig(BaseModel):
     prototypes_in_replay: bool = True
     skills: list[SkillConfig] = Field(default_factory=list)
     skill_selection: Literal["task_id", "learned"] = "learned"
+    phase_skills: PhaseSkillsConfig | None = None
+
+    @model_validator(mode="after")
+    def _one_kind_of_skills(self) -> "DemoConfig":
+        if self.phase_skills is not None and self.skills:
+            raise ValueError("algorithm.phase_skills cuts one demonstration file into phase "
+                             "skills; it cannot be combined with algorithm.skills")
+        return self
 
 
 class PrototypeBufferConfig(BaseModel):

@@ -17,6 +17,7 @@ from agentic_rl.data.checkpoint import prefixed, with_prefix
 from agentic_rl.data.priorities import Priorities, importance_weights
 from agentic_rl.data.prototypes import PrototypeBuffer
 from agentic_rl.data.replay import ReplayBuffer
+from agentic_rl.data.phase_skills import PhaseSkills
 from agentic_rl.data.skills import SkillManager
 from agentic_rl.data.storage import StepRecord, StorageSpec
 from agentic_rl.experts import has_expert
@@ -92,6 +93,11 @@ class ReplayStorage:
                                    {s.name: s.task_ids for s in demos.skills})
         self.prototypes = {name: PrototypeBuffer(settings.prototype_capacity,
                                                  settings.prototype_sampling) for name in names}
+        self.phase_skills = None if demos.phase_skills is None else PhaseSkills(
+            demos.phase_skills.task, demos.phase_skills.selection, settings.prototype_capacity,
+            settings.prototype_sampling)
+        if self.phase_skills is not None:
+            self.prototypes = self.phase_skills.prototypes
         self.her = her_kwargs(settings.her, spec.goal_fns)  # ReplayBuffer.sample arguments
         self.task_id = spec.task_id
         self.current_skills = [self.skills.select(self.task_id) for _ in range(spec.num_envs)]
@@ -112,8 +118,7 @@ class ReplayStorage:
         ``prototypes_in_replay``."""
         for skill, episode, success, episode_return in episodes:
             if success:
-                self.prototypes[skill].add_episode(episode, "expert", task_id=skill,
-                                                   episode_return=episode_return)
+                self.keep_prototype(skill, episode, "expert", episode_return)
         if self.demos.prototypes_in_replay and episodes:
             total = sum(int(e["reward"].shape[0]) for _, e, _, _ in episodes)
             self.demo_replay = ReplayBuffer(total, 1, replay_shapes(
@@ -133,11 +138,23 @@ class ReplayStorage:
             skill = self.current_skills[episode.env_index]
             self.skills.feedback(skill, episode.success)
             if episode.success and self.settings.self_prototypes:
-                self.prototypes[skill].add_episode(steps, "self", task_id=self.task_id or skill,
-                                                   episode_return=episode.episode_return)
-                self.prototypes[skill].cap_source("self", self.settings.self_prototype_capacity)
+                self.keep_prototype(skill, steps, "self", episode.episode_return)
             self.current_skills[episode.env_index] = self.skills.select(self.task_id)
         return observed
+
+    def keep_prototype(self, skill: str, episode: dict[str, torch.Tensor], source: str,
+                       episode_return: float) -> None:
+        """A successful episode (fields ``[L, ...]``) as prototypes of ``skill``, or cut into
+        phase skills."""
+        if self.phase_skills is not None:
+            self.phase_skills.add_episode(episode, source, episode_return)
+        else:
+            task_id = (self.task_id or skill) if source == "self" else skill
+            self.prototypes[skill].add_episode(episode, source, task_id=task_id,
+                                               episode_return=episode_return)
+        if source == "self":
+            for buffer in self.prototypes.values():
+                buffer.cap_source("self", self.settings.self_prototype_capacity)
 
     def abandon(self, envs: np.ndarray) -> None:
         """The episodes in progress in ``envs`` (``[N]`` bool) will never finish (their rollout
@@ -183,7 +200,13 @@ class ReplayStorage:
             batch["weight"] = (batch["weight"] / batch["weight"].max()).float()
         if self.cost_fn is not None:
             batch["cost"] = self.cost_fn(batch)
-        if self.settings.prototype_batch_size is not None:
+        if self.settings.prototype_batch_size is not None and self.phase_skills is not None:
+            prototype = self.phase_skills.prototype_batch(
+                batch["obs"], batch["desired_goal"], self.settings.prototype_batch_size,
+                generator)
+            if prototype is not None:
+                batch["prototype"] = prototype
+        elif self.settings.prototype_batch_size is not None:
             skill = self.current_skills[self.updates_done % len(self.current_skills)]
             buffer = self.prototypes[skill]
             if len(buffer) > 0:
@@ -221,10 +244,12 @@ class ReplayStorage:
             self.demo_replay.priorities.update(index[demo] - online_slots, td_error[demo])
 
     def metrics(self) -> dict[str, float]:
+        metrics = self.skills.metrics() if self.phase_skills is None else \
+            self.phase_skills.metrics()
         if self.settings.prioritized is not None:
-            return {**self.skills.metrics(), "replay/beta": self.beta(),
-                    "replay/max_priority": self.replay.priorities.max_priority}
-        return self.skills.metrics()
+            metrics |= {"replay/beta": self.beta(),
+                        "replay/max_priority": self.replay.priorities.max_priority}
+        return metrics
 
     # ------------------------------------------------------------------------- state
     def state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

@@ -22,7 +22,8 @@ from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.optim import FusedAdam, merge_optimizer_states
 from agentic_rl.algos.sac_config import PrototypeBufferConfig, SACConfig
 from agentic_rl.algos.spaces import ActionBox, flat_learner_from_config
-from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage, build_replay_storage
+from agentic_rl.data.replay_demos import build_replay_storage
+from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage
 from agentic_rl.data.storage import StorageSpec
 from agentic_rl.nets.actors import TanhGaussianActor
 from agentic_rl.nets.critics import EnsembleQ, frozen_alias

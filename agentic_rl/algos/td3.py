@@ -18,7 +18,8 @@ from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.losses import critic_loss, td_error
 from agentic_rl.algos.sac_config import DemoConfig, NetworkConfig, OffPolicyUpdateConfig
 from agentic_rl.algos.spaces import ActionBox, flat_learner_from_config
-from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage, build_replay_storage
+from agentic_rl.data.replay_demos import build_replay_storage
+from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage
 from agentic_rl.data.storage import StorageSpec
 from agentic_rl.nets.critics import EnsembleQ, frozen_alias
 from agentic_rl.nets.mlp import mlp

@@ -1,19 +1,19 @@
 """Collection in Ray actors (``training.rollout_workers: W``).
 
-Each worker holds ``environment.num_envs`` envs and a copy of the learner, acts with it and
-sends chunks of ``T`` steps (``collect.chunks``) through Ray's object store; the learner's
-weights travel the other way once per chunk. The loop joins the workers' chunks side by side,
-so the storage sees one vector env of ``W * N`` envs, and feeds them step by step exactly as it
-feeds in-process steps.
+Each worker holds ``environment.num_envs`` envs (a text agent: its share of the schedule
+slots) and a copy of the learner, acts with it and sends chunks of ``T`` steps
+(``collect.chunks``) through Ray's object store; the learner's weights travel the other way
+with each chunk request. ``train.remote_steps`` joins the workers' chunks side by side, so the
+storage sees one vector env, and feeds them step by step exactly as in-process steps.
 
 Off-policy learners: each worker has two chunk requests queued, and a new one (with the
 learner's current weights) is added as each chunk arrives, so the workers collect while the
 learner updates and a quick worker does not wait for a slow one (the acting policy is at most
-three chunks old; ``T`` is ``training.weight_sync_every / (W * N)``). Learners whose storage declares
-``steps_per_update`` (on-policy rollouts) get chunks of exactly one rollout, collected with the
-weights of the latest update, so they stay on-policy.
+three chunks old; ``T`` is ``training.weight_sync_every`` over the number of envs). Learners
+whose storage declares ``steps_per_update`` (on-policy rollouts) get chunks of exactly one
+rollout, collected with the weights of the latest update, so they stay on-policy.
 
-A worker that dies (e.g. ``kill -9``) is restarted by Ray; its chunk in flight is lost, its
+A worker that dies (e.g. ``kill -9``) is restarted by Ray; its chunks in flight are lost, its
 envs' episodes in progress are abandoned in the storage (``storage.abandon``) and it starts
 fresh episodes with the current weights. The loop logs ``workers/restarts`` and
 ``workers/lost_chunks``.

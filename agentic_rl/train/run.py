@@ -96,9 +96,6 @@ def transfer_from(run: Run, source_dir: str | Path) -> None:
 def workers_session(config: ExperimentConfig, address: str | None):
     """A Ray session while rollout workers need one (nothing otherwise)."""
     if not config.training.rollout_workers:
-        if address is not None:
-            raise ConfigError("--address attaches rollout workers to a Ray cluster; set "
-                              "training.rollout_workers=N too")
         return contextlib.nullcontext()
     from agentic_rl.train.ray_session import ray_session
 
@@ -113,6 +110,9 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
     after each evaluation (``eval/success_rate`` and the other ``eval/`` metrics). With
     ``training.rollout_workers`` a local Ray starts for the run, or it attaches to the cluster
     at ``address`` (``auto`` or ``HOST:PORT``)."""
+    if address is not None and not config.training.rollout_workers:
+        raise ConfigError("--address attaches rollout workers to a Ray cluster; set "
+                          "training.rollout_workers=N too")
     run_dir = Path(run_dir)
     resume = prepare_run_dir(config, run_dir, resume, init_from)
     run = build_run(config, run_dir)

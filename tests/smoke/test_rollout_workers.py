@@ -93,3 +93,12 @@ def test_a_run_with_workers_resumes_from_its_checkpoint(tmp_path):
     assert summary["env_steps"] == 200
     evaluations = read_metrics(tmp_path / "run" / "metrics.csv")["eval/success_rate"]
     assert [step for step, _ in evaluations] == [100, 200]
+
+
+def test_an_address_without_workers_is_a_one_line_error(tmp_path):
+    from agentic_rl.config import ConfigError
+
+    config = family_config(tmp_path, "sac")
+    with pytest.raises(ConfigError, match="set training.rollout_workers=N too"):
+        train(config, tmp_path / "run", show_progress=False, address="auto")
+    assert not (tmp_path / "run").exists()  # refused before the run folder is made

@@ -39,7 +39,9 @@ TASKS = {
         ("opd transfer (from push)", "configs/opd_fetch_pick_and_place.yaml", 0.90, 200_000,
          4000),
         ("opd skills (learned phases)", "configs/opd_fetch_pick_and_place_skills.yaml", 0.90,
-         200_000, 4000)],
+         200_000, 4000),
+        ("opd skills (rule phases)", "configs/opd_fetch_pick_and_place_skills.yaml", 0.90,
+         200_000, 4000, ("algorithm.phase_skills.selection=rule",))],
 }
 # methods that start from another run: (its label, config, target, budget, eval_freq)
 SOURCES = {"opd transfer (from push)": ("push source", "configs/opd_fetch_push.yaml", 0.90,
@@ -59,6 +61,7 @@ def run_ours(label, config_path, target, budget, eval_freq, seed, out_dir, eval_
                  f"training.checkpoint_freq={budget}", *extra_overrides]
     config = load_config(REPO / config_path, overrides)
     name = label.replace(" ", "_").replace("+", "")
+    # rows of one config that differ only by overrides get folders of their own (the label)
     run_dir = out_dir / f"{Path(config_path).stem}_{name}_seed{seed}_{int(time.time())}"
     summary = train(config, run_dir, show_progress=False, init_from=init_from)
     history = summary["eval_history"]
@@ -83,14 +86,15 @@ def ensure_demos(config_path: str) -> None:
 
 
 def run_method(job: tuple) -> dict:
-    """One seed of one method; a transfer method first trains its source run."""
-    label, config_path, target, budget, eval_freq, seed, out_dir, episodes = job
+    """One seed of one method (``job``: a ``TASKS`` row with the seed, folder, evaluation
+    episodes and the row's overrides); a transfer method first trains its source run."""
+    label, config_path, target, budget, eval_freq, seed, out_dir, episodes, overrides = job
     source = None
     if label in SOURCES:
         source = run_ours(*SOURCES[label], seed, out_dir, episodes)
         print(source, flush=True)
     result = run_ours(label, config_path, target, budget, eval_freq, seed, out_dir, episodes,
-                      init_from=source["run_dir"] if source else None)
+                      overrides, init_from=source["run_dir"] if source else None)
     if source is not None:
         result["source"] = {k: source[k] for k in ("steps_to_target", "env_steps",
                                                    "wall_seconds", "run_dir")}
@@ -127,8 +131,8 @@ def main() -> None:
     args = parser.parse_args()
     out_dir = Path(args.out_dir)
     jobs = [(label, config_path, target, args.budget or budget, eval_freq, seed, out_dir,
-             args.eval_episodes) for seed in range(args.seeds)
-            for label, config_path, target, budget, eval_freq in TASKS[args.task]
+             args.eval_episodes, tuple(extra[0]) if extra else ()) for seed in range(args.seeds)
+            for label, config_path, target, budget, eval_freq, *extra in TASKS[args.task]
             if not args.methods or label in args.methods]  # seed by seed: all methods of a
     # seed finish before the next seed's start
     for config_path in {job[1] for job in jobs} | {SOURCES[j[0]][1] for j in jobs

@@ -20,8 +20,11 @@ def train_sb3_her(env_id: str, total_steps: int, seed: int, eval_freq: int, eval
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
+    import torch
+
     from agentic_rl.envs.make import register_all
 
+    torch.set_num_threads(1)  # as every run of ours (the README's convention for benchmarks)
     register_all()
     env = VecNormalize(DummyVecEnv([lambda: gym.make(env_id)]), norm_obs=True,
                        norm_reward=False, clip_obs=5.0)

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from agentic_rl.collect.collector import FinishedEpisode
+from agentic_rl.data.replay import as_numpy
 from agentic_rl.data.storage import StepRecord
 
 PARTS = ("transition", "extras", "next_obs", "obs", "reached")  # the StepRecord dicts
@@ -48,21 +49,15 @@ class Chunk:
         return int(self.arrays["episode_end"].shape[1])
 
 
-def _numpy(value: torch.Tensor | np.ndarray) -> np.ndarray:
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu().numpy()
-    return np.asarray(value)
-
-
 def pack(steps: list[CollectedStep]) -> Chunk:
     """Stack ``steps`` (in order) into one chunk."""
     if not steps:
         raise ValueError("a chunk needs at least one step")
     first = steps[0].record
-    arrays = {f"{part}/{key}": np.stack([_numpy(getattr(s.record, part)[key]) for s in steps])
+    arrays = {f"{part}/{key}": np.stack([as_numpy(getattr(s.record, part)[key]) for s in steps])
               for part in PARTS for key in getattr(first, part)}
-    arrays["episode_end"] = np.stack([_numpy(s.record.episode_end) for s in steps])
-    arrays["env_action"] = np.stack([_numpy(s.env_action) for s in steps])
+    arrays["episode_end"] = np.stack([as_numpy(s.record.episode_end) for s in steps])
+    arrays["env_action"] = np.stack([as_numpy(s.env_action) for s in steps])
     arrays["episode_step"] = np.stack([s.episode_step for s in steps])
     return Chunk(arrays, [list(s.record.finished) for s in steps])
 

@@ -17,20 +17,18 @@ from agentic_rl.envs.make import LeanSyncVectorEnv
 
 
 class TextVectorEnv(LeanSyncVectorEnv):
-    """The training envs (schedule slots ``slots``); their schedule's state is saved with the
-    run (``env_state``). ``table`` is the text table their observations index; ``table_keys``
+    """The training envs; their schedule's state is saved with the run (``env_state``).
+    ``table`` is the text table their observations index; ``table_keys``
     the observation parts that hold its row ids (a rollout worker's rows are renumbered into
     the learner's table)."""
 
     table_keys = ROW_IDS + ("commands",)
 
-    def __init__(self, env_fns, schedule: GroupSchedule, table: TextTable,
-                 slots: list[int] | None = None) -> None:
+    def __init__(self, env_fns, schedule: GroupSchedule, table: TextTable) -> None:
         from gymnasium.vector import AutoresetMode
 
         super().__init__(env_fns, autoreset_mode=AutoresetMode.DISABLED)
         self.schedule, self.table = schedule, table
-        self.slots = list(range(len(env_fns))) if slots is None else list(slots)
 
     def env_state(self) -> dict[str, Any]:
         return {"episodes": self.schedule.state()}
@@ -105,14 +103,10 @@ def build_text_envs(algo: Any, env_kwargs: dict[str, Any], seed: int,
                              algo.dagger_rounds, seed)
     labelled = algo.dagger_rounds > 0
     slots = list(range(schedule.width))
-    if part is not None:
-        if part[1] > schedule.width:
-            raise ValueError(f"training.rollout_workers={part[1]} is more than the text "
-                             f"agent's {schedule.width} env slots (games_per_iteration x "
-                             "group_size)")
+    if part is not None:  # train.remote_steps refuses more workers than slots
         slots = [int(s) for s in np.array_split(np.arange(schedule.width), part[1])[part[0]]]
     envs = TextVectorEnv([_thunk(env_kwargs, games, table, schedule, algo, slot, labelled,
-                                 planner) for slot in slots], schedule, table, slots)
+                                 planner) for slot in slots], schedule, table)
     eval_env = text_env(env_kwargs, games, table, SeedSchedule(held, seed + EVAL_SEED_OFFSET),
                         algo, planner=planner)
     return envs, eval_env

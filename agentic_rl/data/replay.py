@@ -77,12 +77,12 @@ class ReplayBuffer:
     def add(self, transition: dict[str, torch.Tensor], episode_end: torch.Tensor) -> None:
         """Write one step of every env: fields ``[num_envs, ...]``, ``episode_end [num_envs]``
         (terminated or truncated)."""
-        pos, end = self.pos, _numpy(episode_end).astype(bool, copy=False)
+        pos, end = self.pos, as_numpy(episode_end).astype(bool, copy=False)
         if self._np_length[pos].any() or end.any():
             self._valid = None  # an old episode is overwritten or a new one becomes sampleable
         self._forget_overwritten_episodes(pos)
         for name in FIELDS:
-            self._np[name][pos] = _numpy(transition[name])
+            self._np[name][pos] = as_numpy(transition[name])
         self._np_start[pos] = self._np_current
         self._np_length[pos] = 0
         for env in np.flatnonzero(end).tolist():
@@ -200,5 +200,6 @@ class ReplayBuffer:
         self._valid = None
 
 
-def _numpy(value: torch.Tensor | np.ndarray) -> np.ndarray:
+def as_numpy(value: torch.Tensor | np.ndarray) -> np.ndarray:
+    """A (CPU) tensor or array as a numpy array, without a copy where possible."""
     return value.detach().numpy() if torch.is_tensor(value) else np.asarray(value)

@@ -88,13 +88,12 @@ class ReplayStorage:
         names = [s.name for s in demos.skills] or [DEFAULT_SKILL]
         self.skills = SkillManager(names, demos.skill_selection,
                                    {s.name: s.task_ids for s in demos.skills})
-        self.prototypes = {name: PrototypeBuffer(settings.prototype_capacity,
-                                                 settings.prototype_sampling) for name in names}
         self.phase_skills = None if demos.phase_skills is None else PhaseSkills(
             demos.phase_skills.task, demos.phase_skills.selection, settings.prototype_capacity,
             settings.prototype_sampling)
-        if self.phase_skills is not None:
-            self.prototypes = self.phase_skills.prototypes
+        self.prototypes = self.phase_skills.prototypes if self.phase_skills is not None else {
+            name: PrototypeBuffer(settings.prototype_capacity, settings.prototype_sampling)
+            for name in names}
         self.her = her_kwargs(settings.her, spec.goal_fns)  # ReplayBuffer.sample arguments
         self.task_id = spec.task_id
         self.current_skills = [self.skills.select(self.task_id) for _ in range(spec.num_envs)]

@@ -85,10 +85,27 @@ def ensure_demos(config_path: str) -> None:
                                 goal_region=env.goal_region), path)
 
 
+SB3 = "sb3 sac+her"
+
+
+def run_sb3(env_id: str, target: float, budget: int, eval_freq: int, seed: int,
+            episodes: int) -> dict:
+    """One seed of SB3 SAC+HER on the task's env, stopped at the target like ours."""
+    from sb3_her import train_sb3_her
+
+    result = {"method": SB3, "seed": seed,
+              **train_sb3_her(env_id, budget, seed, eval_freq, episodes, stop_success=target)}
+    print({k: v for k, v in result.items() if k != "eval_history"}, flush=True)
+    return result
+
+
 def run_method(job: tuple) -> dict:
     """One seed of one method (``job``: a ``TASKS`` row with the seed, folder, evaluation
     episodes and the row's overrides); a transfer method first trains its source run."""
     label, config_path, target, budget, eval_freq, seed, out_dir, episodes, overrides = job
+    if label == SB3:
+        env_id = load_config(REPO / config_path).environment.name
+        return run_sb3(env_id, target, budget, eval_freq, seed, episodes)
     source = None
     if label in SOURCES:
         source = run_ours(*SOURCES[label], seed, out_dir, episodes)
@@ -122,7 +139,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--budget", type=int, help="override the env-step budget")
     parser.add_argument("--eval-episodes", type=int, default=20)
-    parser.add_argument("--sb3", action="store_true", help="also run SB3 SAC+HER (push)")
+    parser.add_argument("--sb3", action="store_true",
+                        help="also run SB3 SAC+HER on the task's env (method 'sb3 sac+her')")
     parser.add_argument("--sb3-seeds", type=int, help="SB3 seeds (default: --seeds)")
     parser.add_argument("--out-dir", default="bench_out/sample_efficiency")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (processes)")
@@ -130,13 +148,17 @@ def main() -> None:
     parser.add_argument("--json")
     args = parser.parse_args()
     out_dir = Path(args.out_dir)
+    rows = TASKS[args.task] + ([(SB3, *TASKS[args.task][0][1:5])] if args.sb3 else [])
+    sb3_seeds = args.seeds if args.sb3_seeds is None else args.sb3_seeds
     jobs = [(label, config_path, target, args.budget or budget, eval_freq, seed, out_dir,
-             args.eval_episodes, tuple(extra[0]) if extra else ()) for seed in range(args.seeds)
-            for label, config_path, target, budget, eval_freq, *extra in TASKS[args.task]
-            if not args.methods or label in args.methods]  # seed by seed: all methods of a
-    # seed finish before the next seed's start
-    for config_path in {job[1] for job in jobs} | {SOURCES[j[0]][1] for j in jobs
-                                                   if j[0] in SOURCES}:
+             args.eval_episodes, tuple(extra[0]) if extra else ())
+            for seed in range(max(args.seeds, sb3_seeds))
+            for label, config_path, target, budget, eval_freq, *extra in rows
+            if (not args.methods or label in args.methods)
+            and seed < (sb3_seeds if label == SB3 else args.seeds)]  # seed by seed: all
+    # methods of a seed finish before the next seed's start
+    for config_path in {job[1] for job in jobs if job[0] != SB3} | {
+            SOURCES[j[0]][1] for j in jobs if j[0] in SOURCES}:
         ensure_demos(config_path)
     if args.jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
@@ -145,17 +167,6 @@ def main() -> None:
             results = list(pool.map(run_method, jobs))
     else:
         results = [run_method(job) for job in jobs]
-    if args.sb3:
-        from sb3_her import train_sb3_her
-
-        _, config_path, target, budget, eval_freq = TASKS[args.task][0]
-        env_id = load_config(REPO / config_path).environment.name
-        for seed in range(args.sb3_seeds or args.seeds):
-            sb3 = train_sb3_her(env_id, args.budget or budget, seed, eval_freq,
-                                args.eval_episodes, stop_success=target)
-            result = {"method": "sb3 sac+her", "seed": seed, **sb3}
-            print({k: v for k, v in result.items() if k != "eval_history"}, flush=True)
-            results.append(result)
     rows = summarise(results)
     print(markdown_table(["method", "seeds", "steps to target per seed", "median",
                           "best success per seed", "wall s per seed"],

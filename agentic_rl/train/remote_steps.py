@@ -50,13 +50,14 @@ class RemoteSteps:
                               f"{run.envs.num_envs} envs this algorithm splits among them")
         per_update = getattr(run.storage, "steps_per_update", None)
         self.on_policy = per_update is not None
+        table = getattr(run.envs, "table", None)
         # off-policy: two chunks queued per worker, so none waits while another finishes
-        self.workers = RolloutWorkers(run.config, count, run.step, 1 if self.on_policy else 2)
+        self.workers = RolloutWorkers(run.config, count, run.step, 1 if self.on_policy else 2,
+                                      text=table is not None)
         self.num_envs = self.workers.num_envs
         self.episode_seeds = np.zeros(self.num_envs, dtype=np.int64)
         self.chunk_steps = per_update or max(1, training.weight_sync_every // self.num_envs)
         self.requested = run.step  # env steps asked of the workers so far
-        table = getattr(run.envs, "table", None)
         self.rows = None if table is None else RowMaps(table, run.envs.table_keys, count)
         self.schedule = run.envs.env_state() if hasattr(run.envs, "env_state") else None
 

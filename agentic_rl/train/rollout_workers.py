@@ -34,6 +34,7 @@ from agentic_rl.collect.collector import Collector
 from agentic_rl.config import ExperimentConfig, validate_config
 from agentic_rl.data.storage import StepRecord
 from agentic_rl.envs.curriculum import Curriculum
+from agentic_rl.train.embedding_store import share_embeddings, start_store
 from agentic_rl.train.setup import build_algo, build_envs
 
 RESUBMITS = 3  # attempts to get a chunk from a worker that keeps dying
@@ -59,9 +60,13 @@ class RolloutWorker:
     Args:
         config: the run's resolved config (``model_dump`` form).
         index: the worker's number (seeds its episodes); ``count``: how many there are.
+        embeddings: a ``train.embedding_store`` actor the worker's text encoder shares.
     """
 
-    def __init__(self, config: dict[str, Any], index: int, count: int) -> None:
+    def __init__(self, config: dict[str, Any], index: int, count: int,
+                 embeddings: Any = None) -> None:
+        if embeddings is not None:
+            share_embeddings(embeddings)
         training = {k: v for k, v in config["training"].items()
                     if k not in ("rollout_workers", "weight_sync_every")}
         raw = {**config, "training": {**training, "device": "cpu"}}
@@ -133,17 +138,20 @@ class RolloutWorkers:
         count: number of workers (``training.rollout_workers``).
         first_step: the run's env step when this session started (seeds fresh episodes).
         depth: requests queued per worker.
+        text: the envs embed texts: the workers and this process share one embedding store.
     """
 
     def __init__(self, config: ExperimentConfig, count: int, first_step: int,
-                 depth: int = 1) -> None:
+                 depth: int = 1, text: bool = False) -> None:
         import ray
 
         cpus = ray.available_resources().get("CPU", 0.0)
         actor = ray.remote(RolloutWorker).options(
             num_cpus=min(1.0, max(cpus, 0.01) / count), max_restarts=-1, max_task_retries=0)
         dumped = config.model_dump(mode="json")
-        self.handles = [actor.remote(dumped, index, count) for index in range(count)]
+        self.store = start_store() if text else None
+        self.encoder = share_embeddings(self.store) if text else None
+        self.handles = [actor.remote(dumped, index, count, self.store) for index in range(count)]
         sizes = ray.get([handle.num_envs.remote() for handle in self.handles])
         self.offsets = np.concatenate([[0], np.cumsum(sizes)])  # worker w: envs [o_w, o_w+1)
         self.num_envs = int(self.offsets[-1])
@@ -232,3 +240,6 @@ class RolloutWorkers:
 
         for handle in self.handles:
             ray.kill(handle, no_restart=True)
+        if self.store is not None:
+            self.encoder.peers = None
+            ray.kill(self.store, no_restart=True)

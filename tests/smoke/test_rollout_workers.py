@@ -102,3 +102,22 @@ def test_an_address_without_workers_is_a_one_line_error(tmp_path):
     with pytest.raises(ConfigError, match="set training.rollout_workers=N too"):
         train(config, tmp_path / "run", show_progress=False, address="auto")
     assert not (tmp_path / "run").exists()  # refused before the run folder is made
+
+
+def test_embedding_store_is_shared_between_processes():
+    import numpy as np
+
+    from agentic_rl.train.embedding_store import RayPeers, start_store
+
+    @ray.remote(num_cpus=0)
+    def fetch(handle, texts):
+        return RayPeers(handle).fetch(texts)
+
+    store = start_store()
+    try:
+        RayPeers(store).publish(["go to fridge 1"], np.ones((1, 3), np.float32))
+        assert ray.get(store.size.remote()) == 1  # after the publish: one caller's calls keep order
+        found = ray.get(fetch.remote(store, ["go to fridge 1", "open fridge 1"]))
+        assert list(found) == ["go to fridge 1"] and found["go to fridge 1"].tolist() == [1, 1, 1]
+    finally:
+        ray.kill(store)

@@ -238,3 +238,49 @@ def test_forked_plan_matches_in_process_plan_and_times_out(generated: Path) -> N
     forked = request_plan(env, timeout_s=30.0)
     assert forked and forked == request_plan(env)
     assert request_plan(env, timeout_s=0.0) is None
+
+
+class DictPeers:
+    """``EmbeddingPeers`` over an in-process ``EmbeddingStore`` (the actor's body)."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+
+    def fetch(self, texts):
+        found, vectors = self.store.fetch(texts)
+        return {} if vectors is None else dict(zip(found, vectors))
+
+    def publish(self, texts, vectors) -> None:
+        self.store.publish(texts, vectors)
+
+
+def test_text_encoder_takes_peer_embeddings_and_publishes_its_own() -> None:
+    from agentic_rl.envs.alfworld.text_encoder import shared_encoder
+    from agentic_rl.train.embedding_store import EmbeddingStore
+
+    encoder, store = shared_encoder(), EmbeddingStore()
+    known, new = "peer text held by the store 17", "peer text nobody holds yet 17"
+    held = np.full(384, 1 / np.sqrt(384), np.float32)  # not what MiniLM gives `known`
+    store.publish([known], held[None])
+    misses, encoder.peers = encoder.misses, DictPeers(store)
+    try:
+        out = encoder.encode([known, new, known])
+    finally:
+        encoder.peers = None
+    assert np.array_equal(out[0], held) and np.array_equal(out[2], held)
+    assert encoder.misses == misses + 1  # only `new` was embedded here
+    found, vectors = store.fetch([new])
+    assert found == [new] and np.array_equal(vectors[0], out[1])
+    assert np.array_equal(out[1], encoder.encode([new])[0])
+
+
+def test_embedding_store_keeps_first_copy_and_drops_oldest() -> None:
+    from agentic_rl.train.embedding_store import EmbeddingStore
+
+    store = EmbeddingStore(capacity=2)
+    store.publish(["a", "b"], np.eye(2, dtype=np.float32))
+    store.publish(["a"], np.full((1, 2), 5, np.float32))  # a second copy is ignored
+    assert store.fetch(["a", "z"])[0] == ["a"] and store.fetch(["a"])[1][0].tolist() == [1, 0]
+    store.publish(["c"], np.ones((1, 2), np.float32))
+    assert store.size() == 2 and store.fetch(["a", "b", "c"])[0] == ["b", "c"]
+    assert store.fetch(["z"]) == ([], None)

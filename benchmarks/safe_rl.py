@@ -23,6 +23,7 @@ from common import markdown_table, unconstrained, write_json  # noqa: E402
 
 TASKS = {"fetch": ("configs/sac_lag_fetch_reach_obstacle.yaml", ("sac_lag", "sac"), 4000),
          "lava": ("configs/ppo_lag_gridworld_lava.yaml", ("ppo_lag", "ppo"), 150_000)}
+QUARTERS = 4  # training violations are also reported per quarter of the run
 
 
 def run(config_file: str, method: str, seed: int, steps: int, episodes: int,
@@ -32,7 +33,8 @@ def run(config_file: str, method: str, seed: int, steps: int, episodes: int,
 
     raw = read_config(config_file, [f"training.seed={seed}", f"training.total_timesteps={steps}",
                                     f"training.num_eval_episodes={episodes}",
-                                    f"training.eval_freq={steps}"])
+                                    f"training.eval_freq={steps}",
+                                    f"training.log_freq={steps // QUARTERS}"])
     raw["algorithm"]["name"] = method
     if not method.endswith("_lag"):  # the same config, unconstrained
         raw["algorithm"] = unconstrained(raw["algorithm"], method)
@@ -40,7 +42,17 @@ def run(config_file: str, method: str, seed: int, steps: int, episodes: int,
     summary = train(config, folder / f"{method}_seed{seed}", show_progress=False)
     safety = summary["safety"]
     return {"success": summary["success_rate"], "train_violations": safety["train"]["violations"],
+            "train_violations_by_quarter": by_quarter(folder / f"{method}_seed{seed}"),
             "eval_violations": safety["eval"]["violations"]}
+
+
+def by_quarter(run_dir: Path) -> list[int]:
+    """Training violations in each quarter of the run (from the logged running total)."""
+    from agentic_rl.train.logger import read_metrics
+
+    totals = [0] + [int(value) for _, value in
+                    read_metrics(run_dir / "metrics.csv")["safety/violations"]][:QUARTERS]
+    return [after - before for before, after in zip(totals, totals[1:])]
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -64,10 +76,14 @@ def main(argv: list[str] | None = None) -> dict:
                                                         "eval_violations")},
                            "success_std": float(np.std([r["success"] for r in runs]))}
     rows = [[m, f"{r['success_mean']:.2f} +- {r['success_std']:.2f}",
-             f"{r['train_violations_mean']:.0f}", f"{r['eval_violations_mean']:.1f}",
+             f"{r['train_violations_mean']:.0f}",
+             " / ".join(f"{q:.1f}" for q in np.mean([x["train_violations_by_quarter"]
+                                                      for x in r["runs"]], axis=0)),
+             f"{r['eval_violations_mean']:.1f}",
              ", ".join(f"{x['success']:.2f}/{x['train_violations']}/{x['eval_violations']}"
                        for x in r["runs"])] for m, r in results.items()]
-    print(markdown_table(["method", "eval success", "train violations", "eval violations",
+    print(markdown_table(["method", "eval success", "train violations",
+                          "train violations by quarter", "eval violations",
                           "per seed (success/train/eval)"], rows))
     payload = {"task": args.task, "steps": steps, "episodes": args.episodes,
                "seeds": args.seeds, **results}

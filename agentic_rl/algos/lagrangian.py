@@ -16,6 +16,10 @@ class LagrangianConfig(BaseModel):
                               "(violating steps per episode)")
     lagrange_lr: float = Field(0.05, gt=0)
     init_lagrange: float = Field(0.0, ge=0)
+    cost_margin: float = Field(0.0, ge=0, description="0: a step costs 1 when it breaks a "
+                               "property; > 0: a reached state also costs 1 - d / cost_margin "
+                               "within distance d < cost_margin of breaking a state property "
+                               "(in the part's units), so the cost warns before a violation")
 
 
 def lagrange_step(lagrange: float, cost_estimate: float, limit: float, lr: float) -> float:
@@ -23,11 +27,13 @@ def lagrange_step(lagrange: float, cost_estimate: float, limit: float, lr: float
     return max(0.0, lagrange + lr * (cost_estimate - limit))
 
 
-def violation_costs(properties: Any, states: np.ndarray,
-                    actions: np.ndarray | None = None) -> np.ndarray:
+def violation_costs(properties: Any, states: np.ndarray, actions: np.ndarray | None = None,
+                    margin: float = 0.0) -> np.ndarray:
     """float32 ``[N]``: 1 where the reached state (``states [N, obs_dim]``) or the env action
     breaks a property of ``properties`` (a ``verify.spec.PropertySet``); with ``actions=None``
-    only the state properties are judged."""
+    only the state properties are judged. With ``margin > 0`` a state within distance
+    ``d < margin`` of breaking a state property costs ``1 - d / margin`` (the largest over the
+    properties) where it breaks none."""
     from agentic_rl.verify.spec import StateProperty
 
     if actions is not None:
@@ -35,5 +41,10 @@ def violation_costs(properties: Any, states: np.ndarray,
     else:
         masks = [prop.violations(states, properties.parts) for prop in properties.properties
                  if isinstance(prop, StateProperty)]
-    broken = np.any(masks, axis=0) if masks else np.zeros(len(states), bool)
-    return broken.astype(np.float32)
+    costs = (np.any(masks, axis=0) if masks else np.zeros(len(states), bool)).astype(np.float32)
+    if margin > 0:
+        for prop in properties.properties:
+            if isinstance(prop, StateProperty):
+                near = 1.0 - prop.safe_distance(states, properties.parts) / margin
+                np.maximum(costs, np.clip(near, 0.0, 1.0).astype(np.float32), out=costs)
+    return costs

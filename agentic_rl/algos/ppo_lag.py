@@ -2,7 +2,8 @@
 Lagrange multiplier that keeps the mean episode cost under ``cost_limit``, with no shield.
 
 The cost of a step is 1 when it breaks a property of ``verification.property_file`` (the state
-it reached, or the action taken). Per update (one rollout):
+it reached, or the action taken); with ``cost_margin > 0`` a reached state near a state
+property's boundary costs too (``algos.lagrangian.violation_costs``). Per update (one rollout):
 
 * cost GAE with the cost value head (trained beside the value head, same clipping rules);
 * policy advantage ``(A_r - lambda A_c) / (1 + lambda)`` (then PPO's own normalisation);
@@ -91,7 +92,8 @@ class PPOLag(PPO):
         states = rollout.next_obs["observation"].reshape(steps * envs, -1).cpu().numpy()
         actions = self.scaler.to_env(rollout.actions.cpu()).reshape(steps * envs, -1).numpy()
         costs = violation_costs(self.properties, states,
-                                actions.squeeze(-1) if self.scaler.discrete else actions)
+                                actions.squeeze(-1) if self.scaler.discrete else actions,
+                                self.config.cost_margin)
         return torch.from_numpy(costs.reshape(steps, envs)).to(self.device)
 
     def shape_batch(self, rollout: Rollout, batch: dict[str, torch.Tensor]) -> dict[str, float]:

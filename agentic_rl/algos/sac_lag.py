@@ -3,7 +3,8 @@ Lagrange multiplier that keeps the mean episode cost under ``cost_limit``, with 
 model and no shield.
 
 The cost of a transition is 1 when it breaks a property of ``verification.property_file``
-(the state it reached, or the action taken), else 0. Like HER's reward, it is computed when a
+(the state it reached, or the action taken), else 0; with ``cost_margin > 0`` a reached
+state near a state property's boundary costs too (``algos.lagrangian.violation_costs``). Like HER's reward, it is computed when a
 batch is sampled (the replay keeps raw observations), so demonstrations and relabelled goals
 get it too. Per update, on the reference (autograd) path:
 
@@ -96,7 +97,8 @@ class SACLag(SAC):
         """Normaliser statistics, and the multiplier's step on the episode's cost."""
         super().observe(obs)
         if self.properties is not None:
-            cost = violation_costs(self.properties, obs["observation"][1:].cpu().numpy()).sum()
+            cost = violation_costs(self.properties, obs["observation"][1:].cpu().numpy(),
+                                   margin=self.config.cost_margin).sum()
             self.lagrange = lagrange_step(self.lagrange, float(cost), self.config.cost_limit,
                                           self.config.lagrange_lr)
 
@@ -106,7 +108,7 @@ class SACLag(SAC):
             raise ValueError("SACLag has no properties to compute a cost from")
         return torch.from_numpy(violation_costs(
             self.properties, batch["next_obs"].cpu().numpy(),
-            self.unit_to_env(batch["action"]).cpu().numpy()))
+            self.unit_to_env(batch["action"]).cpu().numpy(), self.config.cost_margin))
 
     def autograd_gradients(self, batch, x, next_x, alpha):
         """SAC's losses with the Lagrangian actor term, and the cost critic's step."""

@@ -77,6 +77,12 @@ class StateBox(_PartProperty, _BoxMixin):
         x = self.part_values(obs, parts)
         return ((x < np.asarray(self.low)) | (x > np.asarray(self.high))).any(axis=1)
 
+    def safe_distance(self, obs: np.ndarray, parts: dict[str, tuple[int, int]]) -> np.ndarray:
+        """``[N]`` distance from the part to the box's nearest face (0 outside the box)."""
+        x = self.part_values(obs, parts)
+        inside = np.minimum(x - np.asarray(self.low), np.asarray(self.high) - x).min(axis=1)
+        return np.maximum(inside, 0.0)
+
 
 class StateHalfspace(_PartProperty):
     """The part must satisfy ``a . x <= b``."""
@@ -89,6 +95,13 @@ class StateHalfspace(_PartProperty):
         """``obs [N, obs_dim]`` -> violation mask ``[N]``."""
         return self.part_values(obs, parts) @ np.asarray(self.a) > self.b
 
+    def safe_distance(self, obs: np.ndarray, parts: dict[str, tuple[int, int]]) -> np.ndarray:
+        """``[N]`` Euclidean distance from the part to the plane ``a . x = b`` on the allowed
+        side (0 on the other)."""
+        a = np.asarray(self.a)
+        slack = self.b - self.part_values(obs, parts) @ a
+        return np.maximum(slack, 0.0) / max(float(np.linalg.norm(a)), 1e-12)
+
 
 class ForbiddenBox(_PartProperty, _BoxMixin):
     """The part must never be inside ``[low, high]`` (closed box)."""
@@ -99,6 +112,12 @@ class ForbiddenBox(_PartProperty, _BoxMixin):
         """``obs [N, obs_dim]`` -> violation mask ``[N]``."""
         x = self.part_values(obs, parts)
         return ((x >= np.asarray(self.low)) & (x <= np.asarray(self.high))).all(axis=1)
+
+    def safe_distance(self, obs: np.ndarray, parts: dict[str, tuple[int, int]]) -> np.ndarray:
+        """``[N]`` Euclidean distance from the part to the box (0 inside it)."""
+        x = self.part_values(obs, parts)
+        gap = np.maximum(np.maximum(np.asarray(self.low) - x, x - np.asarray(self.high)), 0.0)
+        return np.linalg.norm(gap, axis=1)
 
 
 class ActionBox(_Property, _BoxMixin):

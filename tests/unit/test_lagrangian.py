@@ -87,3 +87,34 @@ def _lava_config(tmp_path, name: str = "ppo_lag", steps: int = 400,
         "training": {"total_timesteps": steps, "eval_freq": 200, "num_eval_episodes": 3,
                      "log_freq": 100, "checkpoint_freq": 200},
         "verification": {"property_file": str(REPO / "configs/safety/gridworld_lava.yaml")}})
+
+
+def test_margin_costs_by_hand():
+    import numpy as np
+
+    from agentic_rl.algos.lagrangian import violation_costs
+    from agentic_rl.verify.spec import PropertySet
+
+    properties = PropertySet.model_validate({"parts": {"pos": [0, 2]}, "properties": [
+        {"name": "box", "kind": "forbidden_box", "part": "pos", "low": [0, 0], "high": [1, 1]},
+        {"name": "floor", "kind": "state_halfspace", "part": "pos", "a": [0, -2], "b": 4},
+        {"name": "room", "kind": "state_box", "part": "pos", "low": [-5, -5], "high": [5, 5]}]})
+    states = np.array([[0.5, 0.5],     # in the box
+                       [1.3, 1.4],     # 0.5 from the box's corner (3-4-5): 1 - 0.5 / 1
+                       [1.0, -1.8],    # 0.2 above the floor y = -2: 1 - 0.2 / 1
+                       [4.6, 3.0],     # 0.4 inside the room's face x = 5: 1 - 0.4 / 1
+                       [3.0, 3.0]])    # far from everything
+    assert violation_costs(properties, states).tolist() == [1, 0, 0, 0, 0]
+    np.testing.assert_allclose(violation_costs(properties, states, margin=1.0),
+                               [1.0, 0.5, 0.8, 0.6, 0.0], atol=1e-6)
+    np.testing.assert_allclose(violation_costs(properties, states, margin=0.25),
+                               [1.0, 0.0, 0.2, 0.0, 0.0], atol=1e-6)
+
+
+def test_sac_lag_step_cost_reads_the_margin(tmp_path):
+    from agentic_rl.train.setup import build_run
+
+    learner = build_run(_config(tmp_path, cost_margin=0.2), tmp_path / "probe").algo
+    batch = {"next_obs": torch.tensor([[0.0, 0.0], [0.4, 0.0], [0.9, 0.9]]),
+             "action": torch.zeros(3, 2)}
+    torch.testing.assert_close(learner.step_cost(batch), torch.tensor([1.0, 0.5, 0.0]))

@@ -42,6 +42,7 @@ from agentic_rl.train.setup import build_algo
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 FLAT = {"keydoor": "ppo_keydoor", "pointmaze": "sac_her_pointmaze", "antmaze": "sac_her_antmaze"}
+SUBGOAL_KEYS = ("subgoal_reached_rate", "subgoal_saturation", "subgoal_path_distance")
 
 
 def run(config: dict[str, Any], seed: int, budget: int,
@@ -67,9 +68,11 @@ def run(config: dict[str, Any], seed: int, budget: int,
         plot_goals(phi_traces(algo, env), goal_plot, grid=True)
     elif goal_plot is not None and isinstance(algo, HGPOSAC):
         plot_goals(subgoal_traces(algo, env), goal_plot, grid=False)
+    final = summary["eval_history"][-1] if summary["eval_history"] else {}
     return {"success": summary["success_rate"], "success_stochastic": sampled, "curve": curve,
             "wall_seconds": summary["wall_seconds"],
-            "env_steps_per_second": summary["env_steps"] / summary["wall_seconds"]}
+            "env_steps_per_second": summary["env_steps"] / summary["wall_seconds"],
+            **{key: final[key] for key in SUBGOAL_KEYS if key in final}}
 
 
 def run_job(job: tuple[dict[str, Any], int, int, Path | None]) -> dict[str, Any]:
@@ -179,6 +182,10 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 "stochastic_per_seed": sampled.tolist()}
     if "env_steps_per_second" in runs[0]:
         out["env_steps_per_second"] = [r["env_steps_per_second"] for r in runs]
+    for key in SUBGOAL_KEYS:  # SAC-level HGPO: subgoal quality in the final evaluation
+        if key in runs[0]:
+            out[key] = float(np.mean([r[key] for r in runs]))
+            out[f"{key}_per_seed"] = [r[key] for r in runs]
     return out
 
 

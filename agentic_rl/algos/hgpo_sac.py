@@ -10,6 +10,11 @@ env reward summed over the period, observation at the period's end). Off-policy 
 for the Manager: with probability ``hindsight_actions`` a stored subgoal is replaced by the
 goal the Worker actually achieved in that period (HAC's hindsight action transitions), so
 old Manager data stays valid as the Worker changes.
+
+With ``subgoals: relative`` (HIRO) the Manager's action is an offset from the achieved goal
+where the period starts, and the Worker chases the fixed point ``start + offset`` (HIRO's
+goal transition ``h(s, g, s') = s + g - s'`` written in absolute coordinates); the box then
+bounds how far a waypoint may lie, and a hindsight subgoal is the offset actually travelled.
 """
 
 from __future__ import annotations
@@ -23,12 +28,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.hgpo import level_metrics
+from agentic_rl.algos.hgpo_diagnostics import SubgoalStats
 from agentic_rl.algos.spaces import resolve_device, spaces_of
 from agentic_rl.algos.sac import SAC
 from agentic_rl.algos.sac_config import HERConfig, SACConfig, SACNetworkConfig
 from agentic_rl.data.period_storage import LevelSettings, PeriodStorage
 from agentic_rl.data.replay_storage import episode_states
 from agentic_rl.data.storage import StorageSpec
+from agentic_rl.envs.goal import goal_functions
 
 
 class SACLevelConfig(SACNetworkConfig):
@@ -57,7 +64,11 @@ class HGPOSACConfig(BaseModel):
     unread_keys: ClassVar[tuple[str, ...]] = (
         "environment.normalize_obs", "environment.normalize_goal")
     period: int = Field(10, ge=1, description="C: env steps per Manager subgoal")
-    goal_scale: float = Field(1.0, gt=0, description="subgoals lie in [-goal_scale, goal_scale]")
+    subgoals: Literal["absolute", "relative"] = Field(
+        "absolute", description="absolute: a subgoal is a point of the achieved-goal space; "
+        "relative (HIRO): an offset from the achieved goal where its period starts")
+    goal_scale: float = Field(1.0, gt=0, description="subgoals (relative: offsets) lie in "
+                              "[-goal_scale, goal_scale]")
     hindsight_actions: float = Field(
         0.5, ge=0, le=1, description="share of Manager samples whose subgoal becomes the "
         "achieved goal at the period's end")
@@ -122,8 +133,10 @@ class HGPOSAC:
         """The learner of an experiment config for a single goal env's spaces."""
         box = spaces_of(env)  # checks for a goal Dict observation and a Box action
         box["obs"] = {k: int(np.prod(s.shape)) for k, s in env.observation_space.spaces.items()}
-        return cls(config.algorithm, box, resolve_device(config.training.device),
-                   config.environment.clip_obs, seed=config.training.seed)
+        learner = cls(config.algorithm, box, resolve_device(config.training.device),
+                      config.environment.clip_obs, seed=config.training.seed)
+        learner.goal_fns = goal_functions(env)  # evaluation may come before any storage
+        return learner
 
     # ----------------------------------------------------------------------------- acting
     def manager_obs(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -159,6 +172,8 @@ class HGPOSAC:
             _, _, extras = self.manager.act(self.manager_obs(obs), None, mode)
             proposal_unit = extras["unit_action"]
             proposal = self.manager.unit_to_env(proposal_unit)
+            if self.config.subgoals == "relative":
+                proposal = obs["achieved_goal"].float() + proposal
             goal = torch.where(new[:, None], proposal, goal)
             goal_unit = torch.where(new[:, None], proposal_unit, goal_unit)
         action, _, extras = self.worker.act(self.worker_obs(obs, goal), None, mode)
@@ -207,6 +222,11 @@ class HGPOSAC:
         for sac, steps in ((self.worker, episode["worker"]), (self.manager, episode["manager"])):
             sac.observe(episode_states(steps))
 
+    def eval_diagnostics(self) -> SubgoalStats | None:
+        """Subgoal quality of evaluation episodes (``train.evaluate``); None for a learner
+        built without an env (no success test to judge subgoals by)."""
+        return None if self.goal_fns is None else SubgoalStats(self.goal_fns.success_fn)
+
     # ----------------------------------------------------------------------------- learning
     def update(self, batch: dict[str, dict[str, torch.Tensor]]) -> dict[str, float]:
         """One SAC step per level present in ``batch`` (keys ``worker`` / ``manager``, each a
@@ -216,7 +236,10 @@ class HGPOSAC:
             metrics |= level_metrics(self.worker.update(batch["worker"]), "worker")
         if "manager" in batch:
             manager_batch = dict(batch["manager"])
-            achieved = self.manager.env_to_unit(manager_batch["next_achieved_goal"])
+            achieved = manager_batch["next_achieved_goal"]
+            if self.config.subgoals == "relative":  # the offset travelled in the period
+                achieved = achieved - manager_batch["achieved_goal"]
+            achieved = self.manager.env_to_unit(achieved)
             manager_batch["action"] = hindsight_subgoals(
                 manager_batch["action"], achieved, self.config.hindsight_actions, self.generator)
             metrics |= level_metrics(self.manager.update(manager_batch), "manager")

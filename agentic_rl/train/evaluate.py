@@ -21,15 +21,18 @@ class EvalResult:
     successes: list[bool] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)
     episodes: list[dict[str, torch.Tensor]] = field(default_factory=list, repr=False)
+    diagnostics: dict[str, float] = field(default_factory=dict)  # the learner's own measures
 
     def metrics(self, prefix: str = "eval") -> dict[str, float]:
         return {f"{prefix}/success_rate": self.success_rate,
                 f"{prefix}/mean_return": self.mean_return,
-                f"{prefix}/mean_length": self.mean_length}
+                f"{prefix}/mean_length": self.mean_length,
+                **{f"{prefix}/{k}": v for k, v in self.diagnostics.items()}}
 
     def to_dict(self) -> dict[str, object]:
         return {"success_rate": self.success_rate, "mean_return": self.mean_return,
-                "mean_length": self.mean_length, "episodes": len(self.successes)}
+                "mean_length": self.mean_length, "episodes": len(self.successes),
+                **self.diagnostics}
 
 
 def batch_of_one(obs: dict, info: dict) -> dict[str, torch.Tensor]:
@@ -52,7 +55,11 @@ def evaluate(algo, env: gym.Env, episodes: int, seed: int, keep_episodes: bool =
             ``achieved_goal``, ``action`` in the learner's units), e.g. for prototypes.
         shield: optional ``train.safety`` shield (``restrict`` / ``project``) on every step.
         monitor: optional ``verify.monitor.SafetyMonitor`` that checks every step.
+
+    A learner with ``eval_diagnostics()`` (e.g. ``hgpo_sac``'s subgoal quality) gets every
+    step's ``extras`` and achieved goal; its measures join the result's ``diagnostics``.
     """
+    diagnostics = algo.eval_diagnostics() if hasattr(algo, "eval_diagnostics") else None
     successes, returns, lengths, kept = [], [], [], []
     for index in range(episodes):
         obs, info = env.reset(seed=seed + EVAL_SEED_OFFSET + index)
@@ -75,7 +82,11 @@ def evaluate(algo, env: gym.Env, episodes: int, seed: int, keep_episodes: bool =
             if monitor is not None:
                 monitor.check(np.asarray(obs["observation"])[None], action.numpy(),
                               np.array([length]), inputs=obs_t)
+            if diagnostics is not None:
+                diagnostics.step(extras, torch.as_tensor(obs["achieved_goal"])[None])
             total, length, done = total + float(reward), length + 1, terminated or truncated
+        if diagnostics is not None:
+            diagnostics.end_episode()
         success = bool(info.get("is_success", False))
         successes.append(success)
         returns.append(total)
@@ -85,4 +96,5 @@ def evaluate(algo, env: gym.Env, episodes: int, seed: int, keep_episodes: bool =
             episode["return"] = torch.tensor(total)
             kept.append(episode)
     return EvalResult(float(np.mean(successes)), float(np.mean(returns)), float(np.mean(lengths)),
-                      successes, lengths, kept)
+                      successes, lengths, kept,
+                      diagnostics.metrics() if diagnostics is not None else {})

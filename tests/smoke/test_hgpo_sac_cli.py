@@ -22,11 +22,14 @@ def test_smoke_hgpo_sac_train_resume_eval(tmp_path, capsys):
     assert summary["env_steps"] == 1200 and summary["algorithm"] == "hgpo_sac"
     metrics = (run_dir / "metrics.csv").read_text()
     for key in ("eval/success_rate", "losses/worker_critic_loss", "losses/manager_critic_loss",
-                "rollout/success_rate"):
+                "rollout/success_rate", "eval/subgoal_reached_rate", "eval/subgoal_saturation"):
         assert key in metrics
+    final = summary["eval_history"][-1]
+    assert 0 <= final["subgoal_reached_rate"] <= 1 and 0 <= final["subgoal_saturation"] <= 1
     capsys.readouterr()
     assert main(["eval", str(run_dir), "--episodes", "2"]) == 0
-    assert json.loads(capsys.readouterr().out)["episodes"] == 2
+    evaluated = json.loads(capsys.readouterr().out)
+    assert evaluated["episodes"] == 2 and "subgoal_path_distance" in evaluated
     property_file = REPO / "configs" / "safety" / "fetch_reach_action_bounds.yaml"
     assert main(["verify", str(run_dir), "--property", str(property_file)]) == 2
     err = capsys.readouterr().err.strip()

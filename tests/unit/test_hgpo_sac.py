@@ -160,7 +160,51 @@ def test_update_returns_metrics_per_level_and_state_round_trips():
                                algo.act(obs, None, "deterministic")[0])
 
 
-@pytest.mark.parametrize("bad", [{"period": 0}, {"goal_scale": -1.0}, {"worker": {"lr": 1}}])
+def test_relative_subgoals_are_offsets_from_where_the_period_starts():
+    algo = make_algo(subgoals="relative")
+    obs = obs_of(2, [True, True])
+    _, state, extras = algo.act(obs, None)
+    offset = algo.manager.unit_to_env(extras["goal_unit"])
+    torch.testing.assert_close(extras["goal"], obs["achieved_goal"] + offset)
+    moved = {**obs_of(2, [False, False])}
+    _, _, later = algo.act(moved, state)  # within the period the target point stays put
+    torch.testing.assert_close(later["goal"], extras["goal"])
+
+
+def test_relative_hindsight_subgoal_is_the_offset_travelled():
+    algo = make_algo(subgoals="relative", hindsight_actions=1.0)
+    seen = {}
+    algo.manager.update = lambda batch: seen.update(batch) or {}
+    start, end = torch.tensor([[0.5, -0.5]]), torch.tensor([[1.5, 0.5]])
+    batch = {"action": torch.zeros(1, 2), "achieved_goal": start, "next_achieved_goal": end}
+    algo.update({"manager": batch})
+    # travelled (1, 1) in a box of half-width goal_scale = 2: (0.5, 0.5) in the Manager's units
+    torch.testing.assert_close(seen["action"], torch.tensor([[0.5, 0.5]]))
+
+
+def test_subgoal_stats_by_hand():
+    from agentic_rl.algos.hgpo_diagnostics import SubgoalStats
+
+    def success(achieved, goal):
+        return ((achieved - goal).norm(dim=-1) <= 0.1).float()
+
+    stats = SubgoalStats(success)
+    path = [[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [3.0, 0.0]]
+    goals = [([1.0, 0.05], [0.5, 0.99]), ([1.0, 0.05], [0.5, 0.99]),  # reached at step 1
+             ([3.0, 4.0], [1.0, -1.0]), ([3.0, 4.0], [1.0, -1.0])]    # 4 from the path's end
+    for t, (goal, unit) in enumerate(goals):
+        stats.step({"new_goal": torch.tensor([t % 2 == 0]), "goal": torch.tensor([goal]),
+                    "goal_unit": torch.tensor([unit])}, torch.tensor([path[t]]))
+    stats.end_episode()
+    metrics = stats.metrics()
+    assert metrics["subgoal_reached_rate"] == 0.5
+    assert metrics["subgoal_saturation"] == pytest.approx((0.5 + 1.0) / 2)
+    assert metrics["subgoal_path_distance"] == pytest.approx((0.05 + 4.0) / 2)
+    assert math.isnan(SubgoalStats(success).metrics()["subgoal_reached_rate"])
+
+
+@pytest.mark.parametrize("bad", [{"period": 0}, {"goal_scale": -1.0}, {"worker": {"lr": 1}},
+                                 {"subgoals": "sideways"}])
 def test_config_rejects_bad_values(bad):
     with pytest.raises(ValueError):
         HGPOSACConfig(**bad)

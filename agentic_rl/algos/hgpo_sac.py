@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.hgpo import level_metrics
@@ -72,8 +72,22 @@ class HGPOSACConfig(BaseModel):
     hindsight_actions: float = Field(
         0.5, ge=0, le=1, description="share of Manager samples whose subgoal becomes the "
         "achieved goal at the period's end")
+    subgoal_testing: float = Field(
+        0.0, ge=0, le=1, description="HAC: share of training subgoals the Worker pursues "
+        "without exploration noise; a tested subgoal it does not reach in its period gives "
+        "the Manager subgoal_penalty with no bootstrap")
+    subgoal_penalty: float | None = Field(
+        None, le=0, description="reward of a missed tested subgoal (default "
+        "-1 / (1 - manager.gamma), the value of never reaching the goal)")
     manager: SACLevelConfig = Field(default_factory=lambda: SACLevelConfig(gamma=0.9))
     worker: SACLevelConfig = Field(default_factory=SACLevelConfig)
+
+    @model_validator(mode="after")
+    def _penalty_defined(self) -> "HGPOSACConfig":
+        if self.subgoal_testing > 0 and self.subgoal_penalty is None and self.manager.gamma >= 1:
+            raise ValueError("subgoal_testing with manager.gamma = 1 needs an explicit "
+                             "subgoal_penalty (the default is -1 / (1 - manager.gamma))")
+        return self
 
 
 @dataclass
@@ -83,6 +97,7 @@ class SubgoalState:
     goal: torch.Tensor  # [N, G] current subgoal in achieved-goal coordinates
     goal_unit: torch.Tensor  # [N, G] the same subgoal as the Manager's [-1, 1] action
     step_in_period: torch.Tensor  # [N] steps taken under the current subgoal
+    testing: torch.Tensor  # [N] bool: the Worker pursues this subgoal without noise
 
 
 def level_input(obs: dict[str, torch.Tensor], keys: list[str]) -> torch.Tensor:
@@ -91,12 +106,24 @@ def level_input(obs: dict[str, torch.Tensor], keys: list[str]) -> torch.Tensor:
 
 
 def hindsight_subgoals(action: torch.Tensor, achieved_unit: torch.Tensor, ratio: float,
-                       generator: torch.Generator) -> torch.Tensor:
+                       generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Replace each row of the Manager's stored ``action [B, G]`` (in [-1, 1]) by the subgoal
     the Worker actually reached, ``achieved_unit [B, G]`` (clamped to [-1, 1]), with
-    probability ``ratio``."""
+    probability ``ratio``; returns the actions and the ``[B]`` bool mask of replaced rows."""
     swap = torch.rand(action.shape[0], generator=generator) < ratio
-    return torch.where(swap[:, None], achieved_unit.clamp(-1.0, 1.0), action)
+    return torch.where(swap[:, None], achieved_unit.clamp(-1.0, 1.0), action), swap
+
+
+def penalise_missed(batch: dict[str, torch.Tensor], kept: torch.Tensor, penalty: float
+                    ) -> dict[str, torch.Tensor]:
+    """HAC's subgoal-testing transitions: rows whose tested subgoal was missed
+    (``batch["missed"] [B]``) and kept as stored (``kept [B]`` bool; a hindsight subgoal was
+    reached by definition) get reward ``penalty`` and ``terminated = 1``."""
+    hit = (batch["missed"] > 0) & kept
+    return {**batch, "reward": torch.where(hit, torch.full_like(batch["reward"], penalty),
+                                           batch["reward"]),
+            "terminated": torch.where(hit, torch.ones_like(batch["terminated"]),
+                                      batch["terminated"])}
 
 
 class HGPOSAC:
@@ -127,6 +154,8 @@ class HGPOSAC:
         self.worker = level(cfg.worker, act_dim, spaces["action_low"], spaces["action_high"])
         self.generator = torch.Generator().manual_seed(seed)
         self.goal_fns = None  # the env's goal functions, from the storage spec
+        self.subgoal_penalty = (cfg.subgoal_penalty if cfg.subgoal_penalty is not None
+                                else -1.0 / (1.0 - cfg.manager.gamma))
 
     @classmethod
     def from_config(cls, config: Any, env: Any) -> HGPOSAC:
@@ -163,11 +192,12 @@ class HGPOSAC:
         n = obs["desired_goal"].shape[0]
         if state is None:
             zeros = torch.zeros(n, self.goal_dim)
-            state = SubgoalState(zeros, zeros, torch.full((n,), self.config.period))
+            state = SubgoalState(zeros, zeros, torch.full((n,), self.config.period),
+                                 torch.zeros(n, dtype=torch.bool))
         new = state.step_in_period >= self.config.period
         if "is_first" in obs:
             new = new | obs["is_first"].bool()
-        goal, goal_unit = state.goal, state.goal_unit
+        goal, goal_unit, testing = state.goal, state.goal_unit, state.testing
         if new.any():
             _, _, extras = self.manager.act(self.manager_obs(obs), None, mode)
             proposal_unit = extras["unit_action"]
@@ -176,11 +206,22 @@ class HGPOSAC:
                 proposal = obs["achieved_goal"].float() + proposal
             goal = torch.where(new[:, None], proposal, goal)
             goal_unit = torch.where(new[:, None], proposal_unit, goal_unit)
-        action, _, extras = self.worker.act(self.worker_obs(obs, goal), None, mode)
+            if self.config.subgoal_testing > 0 and mode == "explore":
+                tested = torch.rand(n, generator=self.generator) < self.config.subgoal_testing
+                testing = torch.where(new, tested, testing)
+        worker_obs = self.worker_obs(obs, goal)
+        action, _, extras = self.worker.act(worker_obs, None, mode)
+        unit_action = extras["unit_action"]
+        if testing.any():  # tested subgoals: the Worker acts without exploration noise
+            quiet, _, quiet_extras = self.worker.act(worker_obs, None, "deterministic")
+            action = torch.where(testing[:, None], quiet, action)
+            unit_action = torch.where(testing[:, None], quiet_extras["unit_action"], unit_action)
         step = torch.where(new, 1, state.step_in_period + 1)
-        extras = {"unit_action": extras["unit_action"], "goal": goal, "goal_unit": goal_unit,
+        extras = {"unit_action": unit_action, "goal": goal, "goal_unit": goal_unit,
                   "new_goal": new, "period_end": step >= self.config.period}
-        return action, SubgoalState(goal, goal_unit, step), extras
+        if self.config.subgoal_testing > 0:
+            extras["testing"] = testing
+        return action, SubgoalState(goal, goal_unit, step, testing), extras
 
     def executed(self, extras: dict[str, torch.Tensor], env_action: torch.Tensor
                  ) -> dict[str, torch.Tensor]:
@@ -211,7 +252,8 @@ class HGPOSAC:
         self.goal_fns = spec.goal_fns
         levels = {name: LevelSettings(
             sac.obs_normalizer.mean.shape[0], self.goal_dim, sac.action_low.shape[0],
-            level_cfg.batch_size, level_cfg.her, level_cfg.update_every)
+            level_cfg.batch_size, level_cfg.her, level_cfg.update_every,
+            ("missed",) if name == "manager" and self.config.subgoal_testing > 0 else ())
             for name, sac, level_cfg in (("worker", self.worker, self.config.worker),
                                          ("manager", self.manager, self.config.manager))}
         return PeriodStorage(spec, levels, self.config.period, self.rows)
@@ -240,8 +282,11 @@ class HGPOSAC:
             if self.config.subgoals == "relative":  # the offset travelled in the period
                 achieved = achieved - manager_batch["achieved_goal"]
             achieved = self.manager.env_to_unit(achieved)
-            manager_batch["action"] = hindsight_subgoals(
+            manager_batch["action"], swapped = hindsight_subgoals(
                 manager_batch["action"], achieved, self.config.hindsight_actions, self.generator)
+            if "missed" in manager_batch:
+                manager_batch = penalise_missed(manager_batch, ~swapped, self.subgoal_penalty)
+                metrics["hgpo/missed_tested_share"] = float(manager_batch["missed"].mean())
             metrics |= level_metrics(self.manager.update(manager_batch), "manager")
         return metrics
 

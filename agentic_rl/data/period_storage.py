@@ -37,6 +37,7 @@ class LevelSettings:
     batch_size: int
     her: Any
     update_every: int
+    extra_fields: tuple[str, ...] = ()  # the learner's own scalar fields per row
 
 
 class PeriodRecorder:
@@ -46,16 +47,25 @@ class PeriodRecorder:
     def __init__(self, num_envs: int) -> None:
         self.start: dict[str, torch.Tensor] = {}
         self.reward = torch.zeros(num_envs)
+        self.unreached = torch.zeros(num_envs, dtype=torch.bool)  # tested, not reached yet
         self.episodes: list[list[dict[str, torch.Tensor]]] = [[] for _ in range(num_envs)]
 
     def step(self, manager_obs: torch.Tensor, manager_next_obs: torch.Tensor,
              transition: dict[str, torch.Tensor], extras: dict[str, torch.Tensor],
-             episode_end: torch.Tensor) -> list[tuple[int, dict]]:
+             episode_end: torch.Tensor, reached: torch.Tensor | None = None
+             ) -> list[tuple[int, dict]]:
         """Record one env step; returns ``(env, episode fields [L, ...])`` of ended episodes.
 
         ``manager_obs`` / ``manager_next_obs [N, o]`` are the Manager's inputs before and after
-        the step; ``extras`` holds ``new_goal`` / ``period_end [N]`` and ``goal_unit [N, G]``."""
+        the step; ``extras`` holds ``new_goal`` / ``period_end [N]`` and ``goal_unit [N, G]``.
+        Subgoal testing: with ``extras["testing"] [N]`` (the period's subgoal is tested) and
+        ``reached [N]`` (the step reached the subgoal), each Manager transition gets
+        ``missed``: 1.0 where a tested subgoal was not reached in its period."""
         new = extras["new_goal"]
+        testing = "testing" in extras
+        if testing:
+            self.unreached[new] = extras["testing"][new].bool()
+            self.unreached &= ~reached.bool()
         start = {"obs": manager_obs, "achieved_goal": transition["achieved_goal"],
                  "desired_goal": transition["desired_goal"], "action": extras["goal_unit"]}
         if not self.start:
@@ -71,7 +81,8 @@ class PeriodRecorder:
                 "reward": self.reward[env].clone(),
                 "next_obs": manager_next_obs[env],
                 "next_achieved_goal": transition["next_achieved_goal"][env],
-                "terminated": transition["terminated"][env]})
+                "terminated": transition["terminated"][env],
+                **({"missed": self.unreached[env].float()} if testing else {})})
             if episode_end[env]:
                 steps = self.episodes[env]
                 ended.append((env, {k: torch.stack([s[k] for s in steps]) for k in steps[0]}))
@@ -89,10 +100,10 @@ class PeriodStorage:
         self.spec, self.levels, self.rows = spec, levels, rows
         capacity = {"worker": max(spec.buffer_size // spec.num_envs, spec.horizon + 1),
                     "manager": max(spec.buffer_size // period, spec.horizon + 1)}
-        self.replays = {level: ReplayBuffer(capacity[level], spec.num_envs if level == "worker"
-                                            else 1, replay_shapes(s.obs_dim, s.goal_dim,
-                                                                  s.act_dim))
-                        for level, s in levels.items()}
+        self.replays = {level: ReplayBuffer(
+            capacity[level], spec.num_envs if level == "worker" else 1,
+            replay_shapes(s.obs_dim, s.goal_dim, s.act_dim) | dict.fromkeys(s.extra_fields, ()))
+            for level, s in levels.items()}
         self.her = {level: her_kwargs(s.her, spec.goal_fns) for level, s in levels.items()}
         self.recorder = PeriodRecorder(spec.num_envs)
         self.debt = {level: 0.0 for level in LEVELS}  # updates owed, fractional
@@ -101,8 +112,11 @@ class PeriodStorage:
         row, manager_obs, manager_next = self.rows(step.transition, step.extras)
         self.replays["worker"].add(row, step.episode_end)
         observed = []
+        reached = (self.spec.goal_fns.success_fn(step.transition["next_achieved_goal"],
+                                                 step.extras["goal"])
+                   if "testing" in step.extras else None)
         for env, episode in self.recorder.step(manager_obs, manager_next, step.transition,
-                                               step.extras, step.episode_end):
+                                               step.extras, step.episode_end, reached):
             self.replays["manager"].add_episode(episode)
             observed.append({"worker": self.replays["worker"].last_episode(env),
                              "manager": episode})

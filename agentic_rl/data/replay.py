@@ -25,13 +25,15 @@ class ReplayBuffer:
         capacity: rows per env column.
         num_envs: parallel envs written per ``add``.
         shapes: per-field feature shape, e.g. ``{"obs": (10,), "action": (4,), ...}``; scalars
-            (``reward``, ``terminated``) use ``()``.
+            (``reward``, ``terminated``) use ``()``. Fields beyond ``FIELDS`` (a learner's
+            own, e.g. ``hgpo_sac``'s ``missed``) are stored, sampled and saved alike.
     """
 
     def __init__(self, capacity: int, num_envs: int, shapes: dict[str, tuple[int, ...]]):
         self.capacity, self.num_envs = capacity, num_envs
+        self.fields = FIELDS + tuple(sorted(set(shapes) - set(FIELDS)))
         self.storage = {name: torch.zeros((capacity, num_envs, *shapes.get(name, ())))
-                        for name in FIELDS}
+                        for name in self.fields}
         self.episode_start = torch.zeros((capacity, num_envs), dtype=torch.long)
         self.episode_length = torch.zeros((capacity, num_envs), dtype=torch.long)
         self.current_start = torch.zeros(num_envs, dtype=torch.long)
@@ -39,12 +41,12 @@ class ReplayBuffer:
         self._valid: torch.Tensor | None = None  # flat indices of sampleable rows (cached)
         # [capacity * num_envs, ...] views: a flat index row * num_envs + env gathers a row
         # with one index_select (the storage is written in place, never reallocated)
-        self._flat = {name: self.storage[name].flatten(0, 1) for name in FIELDS}
+        self._flat = {name: self.storage[name].flatten(0, 1) for name in self.fields}
         self._flat_start = self.episode_start.view(-1)
         self._flat_length = self.episode_length.view(-1)
         # numpy views of the same memory for ``add``: a step's writes and episode bookkeeping
         # are a dozen tiny operations, each a half to a third of the cost of the torch call
-        self._np = {name: self.storage[name].numpy() for name in FIELDS}
+        self._np = {name: self.storage[name].numpy() for name in self.fields}
         self._np_start, self._np_length = self.episode_start.numpy(), self.episode_length.numpy()
         self._np_current = self.current_start.numpy()
         # per flat slot, for prioritised sampling (``ReplayStorage`` sets it): kept in step with
@@ -81,7 +83,7 @@ class ReplayBuffer:
         if self._np_length[pos].any() or end.any():
             self._valid = None  # an old episode is overwritten or a new one becomes sampleable
         self._forget_overwritten_episodes(pos)
-        for name in FIELDS:
+        for name in self.fields:
             self._np[name][pos] = as_numpy(transition[name])
         self._np_start[pos] = self._np_current
         self._np_length[pos] = 0
@@ -112,7 +114,7 @@ class ReplayBuffer:
         if length == 0:
             raise RuntimeError(f"env {env}'s latest transition did not end an episode")
         rows = (last - length + 1 + torch.arange(length)) % self.capacity
-        return {name: self.storage[name][rows, env] for name in FIELDS}
+        return {name: self.storage[name][rows, env] for name in self.fields}
 
     def drop_unfinished(self, envs: np.ndarray | None = None) -> None:
         """Forget the episodes still running (e.g. cut by a checkpoint taken mid-episode) in
@@ -130,7 +132,7 @@ class ReplayBuffer:
         length = episode["reward"].shape[0]
         for step in range(length):
             end = torch.tensor([step == length - 1])
-            self.add({k: v[step : step + 1] for k, v in episode.items() if k in FIELDS}, end)
+            self.add({k: v[step : step + 1] for k, v in episode.items() if k in self.fields}, end)
 
     def sample(self, batch_size: int, generator: torch.Generator, her_strategy: str = "none",
                relabel_ratio: float = 0.0, reward_fn: RewardFn | None = None,
@@ -154,7 +156,7 @@ class ReplayBuffer:
                                    "training.learning_starts above one episode length times the "
                                    "number of envs (all rollout workers' envs together)")
             flat = valid[torch.randint(valid.numel(), (batch_size,), generator=generator)]
-        batch = {name: self._flat[name].index_select(0, flat) for name in FIELDS}
+        batch = {name: self._flat[name].index_select(0, flat) for name in self.fields}
         if her_strategy != "none" and relabel_ratio > 0:
             if reward_fn is None:
                 raise ValueError("HER relabelling needs a reward_fn")
@@ -191,7 +193,7 @@ class ReplayBuffer:
         if used > self.capacity or arrays["current_start"].shape[0] != self.num_envs:
             raise ValueError("checkpointed replay buffer does not fit this config's buffer_size "
                              "or num_envs")
-        for name in FIELDS:
+        for name in self.fields:
             self.storage[name][:used] = torch.from_numpy(arrays[f"storage.{name}"])
         self.episode_start[:used] = torch.from_numpy(arrays["episode_start"])
         self.episode_length[:used] = torch.from_numpy(arrays["episode_length"])

@@ -34,3 +34,17 @@ def test_smoke_hgpo_sac_train_resume_eval(tmp_path, capsys):
     assert main(["verify", str(run_dir), "--property", str(property_file)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "\n" not in err and "flat continuous learner" in err
+
+
+def test_smoke_relative_tested_subgoals_train_and_resume(tmp_path):
+    base = ["train", str(REPO / "configs" / "hgpo_pointmaze.yaml"), "--log-dir", str(tmp_path),
+            "--no-progress", "environment.name=agentic_rl/PointMaze_UMaze-v3",
+            "environment.kwargs.max_episode_steps=50", "training.learning_starts=200",
+            "training.eval_freq=400", "training.log_freq=200", "training.checkpoint_freq=400",
+            "training.num_eval_episodes=2", "algorithm.subgoals=relative",
+            "algorithm.goal_scale=1.0", "algorithm.subgoal_testing=0.3"]
+    assert main([*base, "training.total_timesteps=600"]) == 0
+    assert main([*base, "training.total_timesteps=800", "--resume"]) == 0
+    run_dir = tmp_path / "hgpo_pointmaze_seed0"
+    assert json.loads((run_dir / "summary.json").read_text())["env_steps"] == 800
+    assert ",hgpo/missed_tested_share," in (run_dir / "metrics.csv").read_text()

@@ -70,13 +70,52 @@ def test_uniform_phase_and_deterministic_acting():
 def test_hindsight_subgoals_swap_rows_with_the_given_probability():
     action = torch.zeros(6, 2)
     achieved = torch.tensor([[0.5, -0.5], [2.0, -3.0]] * 3)
-    assert torch.equal(hindsight_subgoals(action, achieved, 0.0, torch.Generator()), action)
-    every = hindsight_subgoals(action, achieved, 1.0, torch.Generator())
+    none, swapped = hindsight_subgoals(action, achieved, 0.0, torch.Generator())
+    assert torch.equal(none, action) and not swapped.any()
+    every, _ = hindsight_subgoals(action, achieved, 1.0, torch.Generator())
     torch.testing.assert_close(every, achieved.clamp(-1, 1))  # clamped into the action box
     generator = torch.Generator().manual_seed(3)
     swap = torch.rand(6, generator=torch.Generator().manual_seed(3)) < 0.5
-    half = hindsight_subgoals(action, achieved, 0.5, generator)
+    half, swapped = hindsight_subgoals(action, achieved, 0.5, generator)
     torch.testing.assert_close(half, torch.where(swap[:, None], achieved.clamp(-1, 1), action))
+    assert torch.equal(swapped, swap)
+
+
+def test_missed_tested_subgoals_are_penalised_unless_replaced_by_hindsight():
+    from agentic_rl.algos.hgpo_sac import penalise_missed
+
+    batch = {"missed": torch.tensor([1.0, 1.0, 0.0, 0.0]), "reward": torch.tensor([0., -1, 0, -1]),
+             "terminated": torch.tensor([0.0, 0.0, 1.0, 0.0])}
+    kept = torch.tensor([True, False, True, True])  # row 1's subgoal became the one reached
+    out = penalise_missed(batch, kept, -10.0)
+    assert out["reward"].tolist() == [-10.0, -1.0, 0.0, -1.0]
+    assert out["terminated"].tolist() == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_tested_subgoals_are_pursued_without_noise_and_missed_ones_recorded():
+    algo = make_algo(subgoal_testing=1.0)
+    obs = obs_of(2, [True, True])
+    _, _, extras = algo.act(obs, None, "explore")
+    assert extras["testing"].all()
+    _, _, quiet = algo.worker.act(algo.worker_obs(obs, extras["goal"]), None, "deterministic")
+    torch.testing.assert_close(extras["unit_action"], quiet["unit_action"])  # no noise
+    assert not algo.act(obs, None, "deterministic")[2]["testing"].any()
+    recorder = PeriodRecorder(2)
+    goal = torch.zeros(2, 2)
+    for t in range(3):  # one period of 3 steps; env 0 reaches its subgoal at t = 1
+        fields = step_fields(t)
+        extras = {"new_goal": torch.tensor([t == 0] * 2), "period_end": torch.tensor([t == 2] * 2),
+                  "goal_unit": goal, "testing": torch.tensor([True, True])}
+        ended = recorder.step(fields["obs"], fields["obs"] + 1, fields, extras,
+                              torch.tensor([t == 2] * 2), torch.tensor([t == 1, False]))
+    assert [episode["missed"].tolist() for _, episode in ended] == [[0.0], [1.0]]
+
+
+def test_subgoal_testing_with_an_undiscounted_manager_needs_a_penalty():
+    with pytest.raises(ValueError, match="subgoal_penalty"):
+        HGPOSACConfig(subgoal_testing=0.3, manager={"gamma": 1.0})
+    assert HGPOSACConfig(subgoal_testing=0.3, manager={"gamma": 1.0}, subgoal_penalty=-20.0)
+    assert make_algo(subgoal_testing=0.5).subgoal_penalty == pytest.approx(-1 / (1 - 0.95))
 
 
 def step_fields(t: int, n: int = 2) -> dict[str, torch.Tensor]:

@@ -67,7 +67,7 @@ def run(config: dict[str, Any], seed: int, budget: int,
     if goal_plot is not None and isinstance(algo, HGPO):
         plot_goals(phi_traces(algo, env), goal_plot, grid=True)
     elif goal_plot is not None and isinstance(algo, HGPOSAC):
-        plot_goals(subgoal_traces(algo, env), goal_plot, grid=False)
+        plot_goals(subgoal_traces(algo, env), goal_plot, grid=False, env=env)
     final = summary["eval_history"][-1] if summary["eval_history"] else {}
     return {"success": summary["success_rate"], "success_stochastic": sampled, "curve": curve,
             "wall_seconds": summary["wall_seconds"],
@@ -104,26 +104,48 @@ def phi_traces(algo: HGPO, env: gym.Env, episodes: int = 3):
 
 
 def subgoal_traces(algo: HGPOSAC, env: gym.Env, episodes: int = 3):
-    """``[(achieved goals [T, 2], subgoals [K, 2])]`` of deterministic episodes (SAC levels)."""
+    """``[(achieved goals [T, 2], subgoals [K, 2], steps the subgoals were set [K], env goal
+    [2])]`` of deterministic episodes (SAC levels)."""
     traces = []
     for episode in range(episodes):
         obs, _ = env.reset(seed=EVAL_SEED_OFFSET + episode)
-        state, positions, goals, done = None, [], [], False
+        state, positions, goals, set_at, done = None, [], [], [], False
         while not done:
             tensors = {k: torch.as_tensor(v)[None] for k, v in obs.items()}
             action, state, extras = algo.act(tensors, state, "deterministic")
             positions.append(tensors["achieved_goal"][0])
             if extras["new_goal"][0]:
                 goals.append(extras["goal"][0])
+                set_at.append(len(positions) - 1)
             obs, _, term, trunc, _ = env.step(action[0].numpy())
             done = term or trunc
-        traces.append((torch.stack(positions), torch.stack(goals)))
+        positions.append(torch.as_tensor(obs["achieved_goal"]))
+        traces.append((torch.stack(positions), torch.stack(goals), set_at,
+                       torch.as_tensor(obs["desired_goal"])))
     return traces
 
 
-def plot_goals(traces, path: Path, grid: bool) -> None:
+def draw_maze_walls(ax, env: gym.Env) -> None:
+    """The wall cells of a Gymnasium-Robotics maze, as grey squares in (x, y)."""
+    maze = getattr(env.unwrapped, "maze", None)
+    if maze is None:
+        return
+    import matplotlib.patches as patches
+
+    size = maze.maze_size_scaling
+    for row, cells in enumerate(maze.maze_map):
+        for col, cell in enumerate(cells):
+            if cell == 1:
+                x, y = maze.cell_rowcol_to_xy(np.array([row, col]))
+                ax.add_patch(patches.Rectangle((x - size / 2, y - size / 2), size, size,
+                                               color="0.8", zorder=0))
+
+
+def plot_goals(traces, path: Path, grid: bool, env: gym.Env | None = None) -> None:
     """D1: the goal-space trajectory of each episode (lines) and the Manager's goals
-    (crosses); grid goals are drawn as (column, row) with rows downwards."""
+    (crosses); grid goals are drawn as (column, row) with rows downwards. SAC-level traces
+    also carry each subgoal's step (written beside it) and the env goal (a star), over the
+    maze's walls when ``env`` is a maze; the start is a circle."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -131,15 +153,28 @@ def plot_goals(traces, path: Path, grid: bool) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 5))
     x, y = (1, 0) if grid else (0, 1)
-    for episode, (path_, goal) in enumerate(traces):
+    if env is not None:
+        draw_maze_walls(ax, env)
+    for episode, (path_, goal, *more) in enumerate(traces):
         label = f"episode {episode} " + ("phi(s)" if grid else "position")
         line = ax.plot(path_[:, x], path_[:, y], alpha=0.7, label=label)[0]
-        ax.scatter(goal[:, x], goal[:, y], marker="x", color=line.get_color(), label="goals")
+        color = line.get_color()
+        ax.scatter(goal[:, x], goal[:, y], marker="x", color=color, label="subgoals")
+        ax.scatter(path_[:1, x], path_[:1, y], marker="o", color=color)
+        if more:  # SAC levels: the step each subgoal was set, and the env goal
+            set_at, env_goal = more
+            for (gx, gy), step in zip(goal[:, [x, y]].tolist(), set_at):
+                ax.annotate(str(step), (gx, gy), fontsize=6, color=color,
+                            xytext=(2, 2), textcoords="offset points")
+            ax.scatter([env_goal[x]], [env_goal[y]], marker="*", s=120, color=color,
+                       edgecolors="black", label="env goal")
     if grid:
         ax.invert_yaxis()
+    else:
+        ax.set_aspect("equal")
     ax.set_xlabel("goal dim 1 (grid: column)" if grid else "x")
     ax.set_ylabel("goal dim 0 (grid: row)" if grid else "y")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -1,10 +1,10 @@
 """Continuous mazes from gymnasium-robotics behind a goal-conditioned interface (SPEC E3).
 
-``PointMaze_UMaze-v3``, ``PointMaze_Medium-v3`` and ``AntMaze_UMaze-v5`` already return dict
-observations (``observation``, ``achieved_goal``, ``desired_goal``). ``GoalMaze`` adds what the
-rest of the framework expects from a goal-conditioned env: a vectorised ``compute_reward`` and
-``is_success`` (goal within ``SUCCESS_RADIUS``), ``info["is_success"]`` on every step, and
-float32 observations. ``continuing_task=False`` by default, so success terminates the episode.
+``PointMaze_UMaze-v3``, ``PointMaze_Medium-v3``, ``PointMaze_Large-v3`` and ``AntMaze_UMaze-v5``
+already return dict observations (``observation``, ``achieved_goal``, ``desired_goal``).
+``GoalMaze`` adds what the rest of the framework expects from a goal-conditioned env: a
+vectorised ``compute_reward`` and ``is_success`` (goal within ``SUCCESS_RADIUS``),
+``info["is_success"]`` on every step, and float32 observations. ``continuing_task=False`` by default, so success terminates the episode.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ GRID_IDS = {
 MAZE_IDS: dict[str, str] = {
     "agentic_rl/PointMaze_UMaze-v3": "PointMaze_UMaze-v3",
     "agentic_rl/PointMaze_Medium-v3": "PointMaze_Medium-v3",
+    "agentic_rl/PointMaze_Large-v3": "PointMaze_Large-v3",
     "agentic_rl/AntMaze_UMaze-v5": "AntMaze_UMaze-v5",
 }
 POINT_ID = "agentic_rl/PointReach-v0"

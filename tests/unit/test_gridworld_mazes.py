@@ -10,7 +10,8 @@ from gymnasium.utils.env_checker import check_env
 from agentic_rl.envs.mazes import SUCCESS_RADIUS, is_success, make_maze, register_maze_envs
 
 
-@pytest.mark.parametrize("name", ["PointMaze_UMaze-v3", "PointMaze_Medium-v3", "AntMaze_UMaze-v5"])
+@pytest.mark.parametrize("name", ["PointMaze_UMaze-v3", "PointMaze_Medium-v3",
+                                  "PointMaze_Large-v3", "AntMaze_UMaze-v5"])
 def test_mazes_pass_checker_and_expose_goal_interface(name):
     env = make_maze(name)
     check_env(env, skip_render_check=True)

@@ -89,3 +89,17 @@ def test_a_resumed_run_ends_with_the_uninterrupted_weights(tmp_path, family):
     train(family_config(tmp_path, family, steps=300), tmp_path / "b", resume=True,
           show_progress=False)
     assert_same_final_weights(tmp_path / "a", tmp_path / "b")
+
+
+def test_relative_tested_subgoals_resume_exactly(tmp_path):
+    """hgpo_sac's subgoal tests draw from its generator and add a field to the Manager's
+    replay: both are in the checkpoint."""
+    switches = {"subgoals": "relative", "goal_scale": 0.5, "subgoal_testing": 0.5}
+
+    def config(steps):
+        return family_config(tmp_path, "hgpo_sac", steps=steps, algorithm=switches)
+
+    train(config(300), tmp_path / "a", show_progress=False)
+    train(config(160), tmp_path / "b", show_progress=False)
+    train(config(300), tmp_path / "b", resume=True, show_progress=False)
+    assert_same_final_weights(tmp_path / "a", tmp_path / "b")

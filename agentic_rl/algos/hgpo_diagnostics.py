@@ -33,28 +33,30 @@ class SubgoalStats:
         self.reached: list[bool] = []
         self.saturated: list[float] = []
         self.path_distances: list[float] = []
-        self._goals: list[torch.Tensor] = []  # this episode's subgoals [G]
-        self._path: list[torch.Tensor] = []  # this episode's achieved goals [G]
+        self._active: list[torch.Tensor] = []  # this episode's subgoal at each step [G]
+        self._path: list[torch.Tensor] = []  # this episode's achieved goal after each step [G]
+        self._set_at: list[int] = []  # the step each of this episode's subgoals was set
 
     def step(self, extras: dict[str, torch.Tensor], next_achieved: torch.Tensor) -> None:
         """One env step of a batch of one: ``extras`` from ``act`` (``new_goal [1]``,
         ``goal`` / ``goal_unit [1, G]``), ``next_achieved [1, G]`` the achieved goal after it."""
-        goal = extras["goal"][0].float()
         if bool(extras["new_goal"][0]):
-            self._goals.append(goal)
-            self.reached.append(False)
+            self._set_at.append(len(self._path))
             self.saturated.append(float((extras["goal_unit"][0].abs() >= 1 - 2 * EDGE)
                                         .float().mean()))
-        achieved = next_achieved[0].float()
-        self._path.append(achieved)
-        if not self.reached[-1]:
-            self.reached[-1] = bool(self.success_fn(achieved[None], goal[None])[0])
+        self._active.append(extras["goal"][0])
+        self._path.append(next_achieved[0])
 
     def end_episode(self) -> None:
-        if self._goals:
-            goals, path = torch.stack(self._goals), torch.stack(self._path)
-            self.path_distances += torch.cdist(goals, path).min(dim=1).values.tolist()
-        self._goals, self._path = [], []
+        """Judge the episode's subgoals (one vectorised success test over its steps)."""
+        if self._set_at:
+            goals, path = torch.stack(self._active).float(), torch.stack(self._path).float()
+            hits = torch.as_tensor(self.success_fn(path, goals)).bool()
+            bounds = [*self._set_at, len(self._path)]
+            self.reached += [bool(hits[a:b].any()) for a, b in zip(bounds, bounds[1:])]
+            starts = goals[self._set_at]
+            self.path_distances += torch.cdist(starts, path).min(dim=1).values.tolist()
+        self._active, self._path, self._set_at = [], [], []
 
     def metrics(self) -> dict[str, float]:
         """``subgoal_reached_rate``, ``subgoal_saturation``, ``subgoal_path_distance``: means

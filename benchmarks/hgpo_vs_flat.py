@@ -2,6 +2,8 @@
 
     python benchmarks/hgpo_vs_flat.py --env keydoor --seeds 3 --json hgpo_keydoor.json
     python benchmarks/hgpo_vs_flat.py --env pointmaze --seeds 3 --jobs 2 --json pointmaze.json
+    python benchmarks/hgpo_vs_flat.py --env pointmaze --methods hgpo \
+        --hgpo-set algorithm.subgoals=relative algorithm.goal_scale=1.0 --json relative.json
     python benchmarks/hgpo_vs_flat.py --goal-reaching --json goal_reaching.json
 
 Each run trains from ``configs/hgpo_<env>.yaml`` and the flat config of ``FLAT`` (PPO on the
@@ -32,7 +34,7 @@ import yaml
 
 from agentic_rl.algos.hgpo import HGPO
 from agentic_rl.algos.hgpo_sac import HGPOSAC
-from agentic_rl.config import validate_config
+from agentic_rl.config import apply_override, validate_config
 from agentic_rl.data.checkpoint import latest_checkpoint, load_learner
 from agentic_rl.envs.gridworld import BatchGridWorld
 from agentic_rl.envs.make import make_env
@@ -282,6 +284,10 @@ def main() -> None:
     parser.add_argument("--json", type=Path, required=True)
     parser.add_argument("--goal-reaching", action="store_true", help="run the section 6.1 check")
     parser.add_argument("--goal-plot", type=Path, default=None, help="PNG of seed 0's goals (D1)")
+    parser.add_argument("--hgpo-set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="overrides of the HGPO config (e.g. algorithm.subgoals=relative)")
+    parser.add_argument("--methods", nargs="*", choices=["hgpo", "flat"],
+                        default=["hgpo", "flat"], help="which of the two to run")
     parser.add_argument("--curves-plot", type=Path, default=None,
                         help="PNG of eval success against env steps, mean +- std (D1)")
     parser.add_argument("--replot", action="store_true",
@@ -297,10 +303,14 @@ def main() -> None:
         print(f"goal reaching over {result['trials']} trials: deterministic Worker "
               f"{result['goal_reaching_rate']:.2f}, sampled {result['goal_reaching_rate_sampled']:.2f}")
     else:
-        names = {"hgpo": f"hgpo_{args.env}", "flat": FLAT[args.env]}
+        names = {key: name for key, name in (("hgpo", f"hgpo_{args.env}"),
+                                             ("flat", FLAT[args.env])) if key in args.methods}
         configs = {k: yaml.safe_load((CONFIGS / f"{v}.yaml").read_text()) for k, v in names.items()}
-        budget = args.budget or configs["hgpo"]["training"]["total_timesteps"]
-        result = {"env": args.env, "budget_steps": budget, "seeds": args.seeds, "configs": names}
+        for override in args.hgpo_set if "hgpo" in configs else ():
+            apply_override(configs["hgpo"], override)
+        budget = args.budget or next(iter(configs.values()))["training"]["total_timesteps"]
+        result = {"env": args.env, "budget_steps": budget, "seeds": args.seeds, "configs": names,
+                  "hgpo_overrides": args.hgpo_set}
         jobs = [(configs[key], seed, budget, args.goal_plot if key == "hgpo" and seed == 0 else None)
                 for key in names for seed in range(args.seeds)]
         if args.jobs > 1:

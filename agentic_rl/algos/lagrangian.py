@@ -17,9 +17,11 @@ class LagrangianConfig(BaseModel):
     lagrange_lr: float = Field(0.05, gt=0)
     init_lagrange: float = Field(0.0, ge=0)
     cost_margin: float = Field(0.0, ge=0, description="0: a step costs 1 when it breaks a "
-                               "property; > 0: a reached state also costs 1 - d / cost_margin "
-                               "within distance d < cost_margin of breaking a state property "
-                               "(in the part's units), so the cost warns before a violation")
+                               "property; > 0: for the cost critic, a reached state also costs "
+                               "1 - d / cost_margin within distance d < cost_margin of breaking "
+                               "a state property (in the part's units), so it learns of the "
+                               "forbidden region from near misses; the multiplier still "
+                               "answers to the violations alone")
 
 
 def lagrange_step(lagrange: float, cost_estimate: float, limit: float, lr: float) -> float:

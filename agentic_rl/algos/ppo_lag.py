@@ -2,8 +2,9 @@
 Lagrange multiplier that keeps the mean episode cost under ``cost_limit``, with no shield.
 
 The cost of a step is 1 when it breaks a property of ``verification.property_file`` (the state
-it reached, or the action taken); with ``cost_margin > 0`` a reached state near a state
-property's boundary costs too (``algos.lagrangian.violation_costs``). Per update (one rollout):
+it reached, or the action taken); with ``cost_margin > 0`` the cost value head also learns a
+cost near a state property's boundary (``algos.lagrangian.violation_costs``), while the
+multiplier answers to the violations alone. Per update (one rollout):
 
 * cost GAE with the cost value head (trained beside the value head, same clipping rules);
 * policy advantage ``(A_r - lambda A_c) / (1 + lambda)`` (then PPO's own normalisation);
@@ -86,22 +87,24 @@ class PPOLag(PPO):
                 extras["cost_value"] = self.cost_value(x).cpu()
         return action, state, extras
 
-    def step_costs(self, rollout: Rollout) -> torch.Tensor:
-        """``[T, N]`` 1.0 where the step's reached state or env action broke a property."""
+    def step_costs(self, rollout: Rollout, margin: float = 0.0) -> torch.Tensor:
+        """``[T, N]`` 1.0 where the step's reached state or env action broke a property (with
+        ``margin > 0``: also ``1 - d / margin`` near a state property's boundary)."""
         steps, envs = rollout.rewards.shape
         states = rollout.next_obs["observation"].reshape(steps * envs, -1).cpu().numpy()
         actions = self.scaler.to_env(rollout.actions.cpu()).reshape(steps * envs, -1).numpy()
         costs = violation_costs(self.properties, states,
                                 actions.squeeze(-1) if self.scaler.discrete else actions,
-                                self.config.cost_margin)
+                                margin)
         return torch.from_numpy(costs.reshape(steps, envs)).to(self.device)
 
     def shape_batch(self, rollout: Rollout, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         cfg = self.config
-        costs = self.step_costs(rollout)
+        costs = self.step_costs(rollout)  # the violations: what the multiplier answers to
+        shaped = self.step_costs(rollout, cfg.cost_margin) if cfg.cost_margin > 0 else costs
         with torch.no_grad():
             next_cost_values = self.cost_value(flat_obs(rollout.next_obs, cfg.obs_keys))
-            cost_adv, cost_returns = gae(costs, rollout.extras["cost_value"], next_cost_values,
+            cost_adv, cost_returns = gae(shaped, rollout.extras["cost_value"], next_cost_values,
                                          rollout.terminated, rollout.dones, cfg.gamma,
                                          cfg.gae_lambda)
         running = self.episode_cost if self.episode_cost is not None else torch.zeros(

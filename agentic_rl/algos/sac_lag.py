@@ -3,8 +3,10 @@ Lagrange multiplier that keeps the mean episode cost under ``cost_limit``, with 
 model and no shield.
 
 The cost of a transition is 1 when it breaks a property of ``verification.property_file``
-(the state it reached, or the action taken), else 0; with ``cost_margin > 0`` a reached
-state near a state property's boundary costs too (``algos.lagrangian.violation_costs``). Like HER's reward, it is computed when a
+(the state it reached, or the action taken), else 0; with ``cost_margin > 0`` the cost
+critic's cost is also positive near a state property's boundary
+(``algos.lagrangian.violation_costs``): a pointwise upper bound of the violation cost, so the
+actor's penalty is conservative, while the multiplier answers to the violations alone. Like HER's reward, it is computed when a
 batch is sampled (the replay keeps raw observations), so demonstrations and relabelled goals
 get it too. Per update, on the reference (autograd) path:
 
@@ -97,8 +99,7 @@ class SACLag(SAC):
         """Normaliser statistics, and the multiplier's step on the episode's cost."""
         super().observe(obs)
         if self.properties is not None:
-            cost = violation_costs(self.properties, obs["observation"][1:].cpu().numpy(),
-                                   margin=self.config.cost_margin).sum()
+            cost = violation_costs(self.properties, obs["observation"][1:].cpu().numpy()).sum()
             self.lagrange = lagrange_step(self.lagrange, float(cost), self.config.cost_limit,
                                           self.config.lagrange_lr)
 

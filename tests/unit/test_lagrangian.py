@@ -118,3 +118,18 @@ def test_sac_lag_step_cost_reads_the_margin(tmp_path):
     batch = {"next_obs": torch.tensor([[0.0, 0.0], [0.4, 0.0], [0.9, 0.9]]),
              "action": torch.zeros(3, 2)}
     torch.testing.assert_close(learner.step_cost(batch), torch.tensor([1.0, 0.5, 0.0]))
+
+
+def test_the_multiplier_answers_to_violations_not_to_the_margin(tmp_path):
+    from agentic_rl.train.setup import build_run
+
+    learner = build_run(_config(tmp_path, cost_margin=0.2, init_lagrange=1.0, cost_limit=0.1),
+                        tmp_path / "probe").algo
+    near = torch.tensor([[0.9, 0.9], [0.4, 0.0], [0.35, 0.0], [0.45, 0.0]])  # near, never in
+    goals = torch.zeros(4, 2)
+    learner.observe({"observation": near, "desired_goal": goals, "achieved_goal": goals})
+    assert learner.lagrange == pytest.approx(1.0 - 0.5 * 0.1)  # episode cost 0: lambda falls
+    inside = near.clone()
+    inside[1:3] = 0.0  # two steps in the box
+    learner.observe({"observation": inside, "desired_goal": goals, "achieved_goal": goals})
+    assert learner.lagrange == pytest.approx(0.95 + 0.5 * (2 - 0.1))

@@ -206,22 +206,29 @@ class HGPOSAC:
                 proposal = obs["achieved_goal"].float() + proposal
             goal = torch.where(new[:, None], proposal, goal)
             goal_unit = torch.where(new[:, None], proposal_unit, goal_unit)
-            if self.config.subgoal_testing > 0 and mode == "explore":
-                tested = torch.rand(n, generator=self.generator) < self.config.subgoal_testing
+            if self.config.subgoal_testing > 0:  # only training subgoals are tested
+                tested = (torch.rand(n, generator=self.generator) < self.config.subgoal_testing
+                          if mode == "explore" else torch.zeros(n, dtype=torch.bool))
                 testing = torch.where(new, tested, testing)
-        worker_obs = self.worker_obs(obs, goal)
-        action, _, extras = self.worker.act(worker_obs, None, mode)
-        unit_action = extras["unit_action"]
-        if testing.any():  # tested subgoals: the Worker acts without exploration noise
-            quiet, _, quiet_extras = self.worker.act(worker_obs, None, "deterministic")
-            action = torch.where(testing[:, None], quiet, action)
-            unit_action = torch.where(testing[:, None], quiet_extras["unit_action"], unit_action)
+        action, unit_action = self._worker_act(self.worker_obs(obs, goal), mode, testing)
         step = torch.where(new, 1, state.step_in_period + 1)
         extras = {"unit_action": unit_action, "goal": goal, "goal_unit": goal_unit,
                   "new_goal": new, "period_end": step >= self.config.period}
         if self.config.subgoal_testing > 0:
             extras["testing"] = testing
         return action, SubgoalState(goal, goal_unit, step, testing), extras
+
+    def _worker_act(self, worker_obs: dict[str, torch.Tensor], mode: ActMode,
+                    testing: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(env action, unit action)`` ``[N, act_dim]``; envs whose subgoal is tested
+        (``testing [N]``) act without exploration noise."""
+        action, _, extras = self.worker.act(worker_obs, None, mode)
+        unit_action = extras["unit_action"]
+        if testing.any():
+            quiet, _, quiet_extras = self.worker.act(worker_obs, None, "deterministic")
+            action = torch.where(testing[:, None], quiet, action)
+            unit_action = torch.where(testing[:, None], quiet_extras["unit_action"], unit_action)
+        return action, unit_action
 
     def executed(self, extras: dict[str, torch.Tensor], env_action: torch.Tensor
                  ) -> dict[str, torch.Tensor]:

@@ -44,9 +44,18 @@ def violation_costs(properties: Any, states: np.ndarray, actions: np.ndarray | N
         masks = [prop.violations(states, properties.parts) for prop in properties.properties
                  if isinstance(prop, StateProperty)]
     costs = (np.any(masks, axis=0) if masks else np.zeros(len(states), bool)).astype(np.float32)
-    if margin > 0:
-        for prop in properties.properties:
-            if isinstance(prop, StateProperty):
-                near = 1.0 - prop.safe_distance(states, properties.parts) / margin
-                np.maximum(costs, np.clip(near, 0.0, 1.0).astype(np.float32), out=costs)
-    return costs
+    return with_margin(costs, properties, states, margin) if margin > 0 else costs
+
+
+def with_margin(costs: np.ndarray, properties: Any, states: np.ndarray,
+                margin: float) -> np.ndarray:
+    """``costs [N]`` (from ``violation_costs``) raised to ``1 - d / margin`` where the reached
+    state (``states [N, obs_dim]``) lies within ``d < margin`` of breaking a state property."""
+    from agentic_rl.verify.spec import StateProperty
+
+    out = costs.copy()
+    for prop in properties.properties:
+        if isinstance(prop, StateProperty):
+            near = 1.0 - prop.safe_distance(states, properties.parts) / margin
+            np.maximum(out, np.clip(near, 0.0, 1.0).astype(np.float32), out=out)
+    return out

@@ -20,7 +20,8 @@ import numpy as np
 import torch
 
 from agentic_rl.algos.hgpo_losses import value_loss
-from agentic_rl.algos.lagrangian import LagrangianConfig, lagrange_step, violation_costs
+from agentic_rl.algos.lagrangian import (LagrangianConfig, lagrange_step, violation_costs,
+                                         with_margin)
 from agentic_rl.algos.ppo import PPO, PPOConfig, flat_obs, space_dim
 from agentic_rl.algos.spaces import resolve_device
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
@@ -87,21 +88,23 @@ class PPOLag(PPO):
                 extras["cost_value"] = self.cost_value(x).cpu()
         return action, state, extras
 
-    def step_costs(self, rollout: Rollout, margin: float = 0.0) -> torch.Tensor:
-        """``[T, N]`` 1.0 where the step's reached state or env action broke a property (with
-        ``margin > 0``: also ``1 - d / margin`` near a state property's boundary)."""
+    def step_costs(self, rollout: Rollout) -> tuple[torch.Tensor, torch.Tensor]:
+        """``[T, N]`` twice: 1.0 where the step's reached state or env action broke a property
+        (what the multiplier answers to), and the cost the cost value head learns (the same,
+        or with ``cost_margin > 0`` also ``1 - d / margin`` near a state property's boundary)."""
         steps, envs = rollout.rewards.shape
         states = rollout.next_obs["observation"].reshape(steps * envs, -1).cpu().numpy()
         actions = self.scaler.to_env(rollout.actions.cpu()).reshape(steps * envs, -1).numpy()
         costs = violation_costs(self.properties, states,
-                                actions.squeeze(-1) if self.scaler.discrete else actions,
-                                margin)
-        return torch.from_numpy(costs.reshape(steps, envs)).to(self.device)
+                                actions.squeeze(-1) if self.scaler.discrete else actions)
+        margin = self.config.cost_margin
+        shaped = with_margin(costs, self.properties, states, margin) if margin > 0 else costs
+        return tuple(torch.from_numpy(c.reshape(steps, envs)).to(self.device)
+                     for c in (costs, shaped))
 
     def shape_batch(self, rollout: Rollout, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         cfg = self.config
-        costs = self.step_costs(rollout)  # the violations: what the multiplier answers to
-        shaped = self.step_costs(rollout, cfg.cost_margin) if cfg.cost_margin > 0 else costs
+        costs, shaped = self.step_costs(rollout)
         with torch.no_grad():
             next_cost_values = self.cost_value(flat_obs(rollout.next_obs, cfg.obs_keys))
             cost_adv, cost_returns = gae(shaped, rollout.extras["cost_value"], next_cost_values,

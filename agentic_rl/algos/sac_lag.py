@@ -6,9 +6,9 @@ The cost of a transition is 1 when it breaks a property of ``verification.proper
 (the state it reached, or the action taken), else 0; with ``cost_margin > 0`` the cost
 critic's cost is also positive near a state property's boundary
 (``algos.lagrangian.violation_costs``): a pointwise upper bound of the violation cost, so the
-actor's penalty is conservative, while the multiplier answers to the violations alone. Like HER's reward, it is computed when a
-batch is sampled (the replay keeps raw observations), so demonstrations and relabelled goals
-get it too. Per update, on the reference (autograd) path:
+actor's penalty is conservative, while the multiplier answers to the violations alone. Like
+HER's reward, it is computed when a batch is sampled (the replay keeps raw observations), so
+demonstrations and relabelled goals get it too. Per update, on the reference (autograd) path:
 
 * cost critic: ``Qc_i(s, a) -> c + gamma (1 - terminated) max_i Qc_i'(s', a')``, ``a' ~ pi``;
 * actor: SAC's loss ``+ lambda * mean_b max_i Qc_i(s, pi(s))``;

@@ -39,8 +39,8 @@ class EmbeddingStore:
     def publish(self, texts: list[str], vectors: np.ndarray) -> None:
         for text, vector in zip(texts, vectors):
             self.vectors.setdefault(text, vector)
-        for text in list(self.vectors)[:max(0, len(self.vectors) - self.capacity)]:
-            del self.vectors[text]
+        while len(self.vectors) > self.capacity:  # dicts keep insertion order: oldest first
+            del self.vectors[next(iter(self.vectors))]
 
     def size(self) -> int:
         return len(self.vectors)

@@ -34,11 +34,13 @@ class CollectedStep:
 class Chunk:
     """``T`` steps of ``N`` envs: ``arrays`` maps ``part/key`` (and ``episode_end``,
     ``env_action``, ``episode_step``) to ``[T, N, ...]``; ``finished[t]`` the episodes that
-    ended at step ``t``; ``texts`` the rows the sender's text table added (text agents)."""
+    ended at step ``t``; ``texts`` the rows the sender's text table added (text agents);
+    ``sender`` names the process that collected it (a restarted worker has a new name)."""
 
     arrays: dict[str, np.ndarray]
     finished: list[list[FinishedEpisode]]
     texts: list[str] = field(default_factory=list)
+    sender: str = ""
 
     @property
     def steps(self) -> int:

@@ -15,13 +15,16 @@ rollout, collected with the weights of the latest update, so they stay on-policy
 
 A worker that dies (e.g. ``kill -9``) is restarted by Ray; its chunks in flight are lost, its
 envs' episodes in progress are abandoned in the storage (``storage.abandon``) and it starts
-fresh episodes with the current weights. The loop logs ``workers/restarts`` and
-``workers/lost_chunks``.
+fresh episodes with the current weights. A worker that dies between two chunks loses no chunk:
+Ray runs the next request on the restarted actor without an error, so every chunk names the
+process that collected it (``Chunk.sender``) and a new name is a restart too. The loop logs
+``workers/restarts`` and ``workers/lost_chunks``.
 """
 
 from __future__ import annotations
 
 import collections
+import secrets
 import sys
 import time
 from typing import Any
@@ -79,33 +82,38 @@ class RolloutWorker:
         self.algo = build_algo(self.config, eval_env)
         eval_env.close()
         self.curriculum = Curriculum(self.config.environment.curriculum)
-        self.generation: tuple[int, int] | None = None
+        self.name = secrets.token_hex(8)  # a restarted actor is a new process with a new name
+        self.session: int | None = None
         self.collector: Collector | None = None
         self.policy_state: Any = None
 
     def num_envs(self) -> int:
         return int(self.envs.num_envs)
 
-    def _start(self, generation: tuple[int, int], env_state: dict | None) -> None:
-        """Fresh episodes, seeded by ``(seed, index, *generation)``; ``env_state`` (e.g. the
-        text schedule's episode numbers) where the learner has one."""
+    def _start(self, session: int, env_state: dict | None) -> None:
+        """Fresh episodes, seeded by ``(seed, index, session)`` and, in an actor Ray restarted,
+        by its name too (its episodes differ from the first incarnation's); ``env_state`` (e.g.
+        the text schedule's episode numbers) where the learner has one."""
         if env_state is not None:
             self.envs.load_env_state(env_state)
-        seeds = np.random.SeedSequence([self.config.training.seed, self.index, *generation])
+        entropy = [self.config.training.seed, self.index, session]
+        if was_restarted():
+            entropy.append(int(self.name, 16))
+        seeds = np.random.SeedSequence(entropy)
         torch.manual_seed(int(seeds.generate_state(1)[0]))
         self.collector = Collector(self.envs, np.random.default_rng(seeds))
         self.collector.reset_all()
-        self.policy_state, self.generation = None, generation
+        self.policy_state, self.session = None, session
 
     def collect(self, steps: int, weights: dict[str, Any], mode: str,
-                generation: tuple[int, int], stage: int, env_state: dict | None) -> Chunk:
+                session: int, stage: int, env_state: dict | None) -> Chunk:
         """``steps`` steps of every env with the learner state ``weights``.
 
-        ``generation`` is ``(first env step of this session, restarts of this worker)``: a new
-        one starts fresh episodes (from ``env_state``); ``stage`` is the curriculum stage. The
-        chunk's ``texts`` are the rows this worker's text table added since the last chunk."""
-        if generation != self.generation:
-            self._start(generation, env_state)
+        ``session`` is the learner's env step when its session started: a new one (or a new
+        process) starts fresh episodes (from ``env_state``); ``stage`` is the curriculum stage.
+        The chunk's ``texts`` are the rows this worker's text table added since the last chunk."""
+        if session != self.session:
+            self._start(session, env_state)
         self.algo.load_state_dict(weights)
         if self.curriculum.active and stage != self.curriculum.index:
             self.curriculum.index = stage
@@ -120,10 +128,18 @@ class RolloutWorker:
                 transition, extras, episode_end, finished, collector.obs, obs,
                 collector.reached), env_action, episode_step))
         chunk = pack(collected)
+        chunk.sender = self.name
         if self.table is not None:
             chunk.texts = self.table.texts[self.table_sent:]
             self.table_sent = len(self.table)
         return chunk
+
+
+def was_restarted() -> bool:
+    """Whether this process is a Ray actor that Ray restarted after its death."""
+    import ray
+
+    return ray.is_initialized() and ray.get_runtime_context().was_current_actor_reconstructed
 
 
 class RolloutWorkers:
@@ -158,6 +174,7 @@ class RolloutWorkers:
         self.first_step, self.depth = first_step, depth
         self.restarts = [0] * count
         self.lost_chunks = 0
+        self.senders: list[str | None] = [None] * count  # who sent each worker's last chunk
         self._queues: list[collections.deque] = [collections.deque() for _ in range(count)]
         self._request: tuple = ()
 
@@ -178,36 +195,41 @@ class RolloutWorkers:
     def _submit(self, worker: int):
         steps, weights_ref, mode, stage, env_state = self._request
         return self.handles[worker].collect.remote(
-            steps, weights_ref, mode, (self.first_step, self.restarts[worker]), stage, env_state)
+            steps, weights_ref, mode, self.first_step, stage, env_state)
 
     def gather(self) -> tuple[list[Chunk], list[int]]:
-        """Each worker's oldest requested chunk, and the workers that were restarted meanwhile
-        (their chunk is one of fresh episodes; their other queued requests were lost too)."""
+        """Each worker's oldest requested chunk, and the workers that were restarted since
+        their last chunk (their chunk is one of fresh episodes)."""
+        chunks, restarted = [], []
+        for worker, queue in enumerate(self._queues):
+            chunk = self._oldest_chunk(worker, queue)
+            if self.senders[worker] not in (None, chunk.sender):
+                restarted.append(worker)
+                self.restarts[worker] += 1
+                print(f"rollout worker {worker} was restarted by Ray; its episodes in progress "
+                      "are lost", file=sys.stderr)
+            self.senders[worker] = chunk.sender
+            chunks.append(chunk)
+        return chunks, restarted
+
+    def _oldest_chunk(self, worker: int, queue: collections.deque) -> Chunk:
+        """The worker's oldest requested chunk that arrives. A request the worker died with
+        is lost; those queued behind it that Ray runs on the restarted worker are not."""
         import ray
         from ray.exceptions import ActorUnavailableError, RayActorError
 
-        chunks, restarted = [], []
-        for worker, queue in enumerate(self._queues):
-            pending = queue.popleft()
-            for attempt in range(RESUBMITS + 1):
-                try:
-                    chunks.append(ray.get(pending))
-                    break
-                except (RayActorError, ActorUnavailableError) as error:
-                    if attempt == RESUBMITS:
-                        raise RuntimeError(f"rollout worker {worker} died {RESUBMITS + 1} "
-                                           "times in a row") from error
-                    self.restarts[worker] += 1
-                    self.lost_chunks += 1 + len(queue)
-                    queue.clear()
-                    print(f"rollout worker {worker} died ({type(error).__name__}); Ray restarts "
-                          "it; its chunks in flight and its episodes in progress are lost",
-                          file=sys.stderr)
-                    self._wait_until_back(worker)
-                    pending = self._submit(worker)
-            if attempt > 0:
-                restarted.append(worker)
-        return chunks, restarted
+        for _ in range(RESUBMITS + self.depth):
+            if not queue:
+                self._wait_until_back(worker)
+                queue.append(self._submit(worker))
+            try:
+                return ray.get(queue.popleft())
+            except (RayActorError, ActorUnavailableError) as error:
+                self.lost_chunks += 1
+                print(f"rollout worker {worker} died ({type(error).__name__}); a chunk it was "
+                      "collecting is lost", file=sys.stderr)
+        raise RuntimeError(f"rollout worker {worker} lost {RESUBMITS + self.depth} chunks in "
+                           "a row: it dies again each time Ray restarts it")
 
     def _wait_until_back(self, worker: int) -> None:
         """Block until Ray has restarted the worker (its envs and learner copy are built)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 
+import numpy as np
 import pytest
 
 from agentic_rl.train.logger import read_metrics
@@ -80,10 +81,36 @@ def test_a_killed_worker_is_restarted_and_the_run_finishes(tmp_path):
     summary = train(config, tmp_path / "run", show_progress=False, on_evaluation=kill_a_worker)
     assert killed and summary["env_steps"] == 400
     assert summary["rollout_workers"]["restarts"] >= 1
-    # the chunk in flight and the one queued behind it: no more
+    # at most the chunk in flight and the one queued behind it (none if it died between chunks)
     restarts = summary["rollout_workers"]["restarts"]
-    assert restarts <= summary["rollout_workers"]["lost_chunks"] <= 2 * restarts
+    assert summary["rollout_workers"]["lost_chunks"] <= 2 * restarts
     assert killed[0] not in rollout_worker_pids()
+
+
+def test_a_worker_that_dies_between_chunks_is_seen_restarted(tmp_path):
+    """Ray runs a request sent after the death on the restarted actor without an error: the
+    new sender's name is what tells the learner its episodes in progress are gone."""
+    from agentic_rl.train.rollout_workers import RolloutWorkers
+    from agentic_rl.train.setup import build_algo, build_envs
+
+    config = worker_config(tmp_path, "sac")
+    envs, eval_env = build_envs(config)
+    weights = build_algo(config, eval_env).state_dict()
+    envs.close(), eval_env.close()
+    workers = RolloutWorkers(config, 1, first_step=0, depth=1)
+    try:
+        workers.request(5, weights, "random", 0)
+        first, restarted = workers.gather()
+        assert restarted == [] and first[0].steps == 5
+        ray.kill(workers.handles[0], no_restart=False)  # dies idle; Ray restarts it
+        workers.request(5, weights, "random", 0)
+        second, restarted = workers.gather()
+        assert restarted == [0] and workers.restarts == [1]
+        assert second[0].sender != first[0].sender and workers.lost_chunks <= 1
+        assert not np.array_equal(second[0].arrays["obs/observation"][0],
+                                  first[0].arrays["next_obs/observation"][-1])  # fresh episodes
+    finally:
+        workers.close()
 
 
 def test_a_run_with_workers_resumes_from_its_checkpoint(tmp_path):

@@ -139,7 +139,8 @@ def was_restarted() -> bool:
     """Whether this process is a Ray actor that Ray restarted after its death."""
     import ray
 
-    return ray.is_initialized() and ray.get_runtime_context().was_current_actor_reconstructed
+    context = ray.get_runtime_context() if ray.is_initialized() else None
+    return bool(context and context.get_actor_id() and context.was_current_actor_reconstructed)
 
 
 class RolloutWorkers:

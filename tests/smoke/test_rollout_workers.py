@@ -96,7 +96,8 @@ def test_a_worker_that_dies_between_chunks_is_seen_restarted(tmp_path):
     config = worker_config(tmp_path, "sac")
     envs, eval_env = build_envs(config)
     weights = build_algo(config, eval_env).state_dict()
-    envs.close(), eval_env.close()
+    envs.close()
+    eval_env.close()
     workers = RolloutWorkers(config, 1, first_step=0, depth=1)
     try:
         workers.request(5, weights, "random", 0)

@@ -1,7 +1,8 @@
-"""Pure loss and reward functions for PPO and HGPO (tensors in, tensors out).
+"""Pure loss and reward functions for PPO and HGPO, and the Manager-batch transforms of
+``hgpo_sac`` (tensors in, tensors out).
 
 No networks or optimisers here, so each function is checked against a hand computation in
-``tests/unit/test_ppo_losses.py`` / ``tests/unit/test_hgpo_losses.py``.
+``tests/unit/test_ppo.py``, ``tests/unit/test_hgpo.py`` and ``tests/unit/test_hgpo_sac.py``.
 """
 
 from __future__ import annotations
@@ -105,3 +106,25 @@ def temporal_contrastive_loss(
     logits = -torch.cdist(anchor, positive).pow(2) / temperature
     targets = torch.arange(anchor.shape[0], device=anchor.device)
     return torch.nn.functional.cross_entropy(logits, targets)
+
+
+# ----------------------------------------------------------------- hgpo_sac's Manager batches
+def hindsight_subgoals(action: torch.Tensor, achieved_unit: torch.Tensor, ratio: float,
+                       generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Replace each row of the Manager's stored ``action [B, G]`` (in [-1, 1]) by the subgoal
+    the Worker actually reached, ``achieved_unit [B, G]`` (clamped to [-1, 1]), with
+    probability ``ratio``; returns the actions and the ``[B]`` bool mask of replaced rows."""
+    swap = torch.rand(action.shape[0], generator=generator) < ratio
+    return torch.where(swap[:, None], achieved_unit.clamp(-1.0, 1.0), action), swap
+
+
+def penalise_missed(batch: dict[str, torch.Tensor], kept: torch.Tensor, penalty: float
+                    ) -> dict[str, torch.Tensor]:
+    """HAC's subgoal-testing transitions: rows whose tested subgoal was missed
+    (``batch["missed"] [B]``) and kept as stored (``kept [B]`` bool; a hindsight subgoal was
+    reached by definition) get reward ``penalty`` and ``terminated = 1``."""
+    hit = (batch["missed"] > 0) & kept
+    return {**batch, "reward": torch.where(hit, torch.full_like(batch["reward"], penalty),
+                                           batch["reward"]),
+            "terminated": torch.where(hit, torch.ones_like(batch["terminated"]),
+                                      batch["terminated"])}

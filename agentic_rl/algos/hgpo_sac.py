@@ -20,74 +20,25 @@ bounds how far a waypoint may lie, and a hindsight subgoal is the offset actuall
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.hgpo import level_metrics
 from agentic_rl.algos.hgpo_diagnostics import SubgoalStats
+from agentic_rl.algos.hgpo_losses import hindsight_subgoals, penalise_missed
+from agentic_rl.algos.hgpo_planner import LandmarkGraph, steps_from_q
+from agentic_rl.algos.hgpo_sac_config import HGPOSACConfig, SACLevelConfig
 from agentic_rl.algos.spaces import resolve_device, spaces_of
 from agentic_rl.algos.sac import SAC
-from agentic_rl.algos.sac_config import HERConfig, SACConfig, SACNetworkConfig
 from agentic_rl.data.period_storage import LevelSettings, PeriodStorage
 from agentic_rl.data.replay_storage import episode_states
 from agentic_rl.data.storage import StorageSpec
 from agentic_rl.envs.goal import goal_functions
 
-
-class SACLevelConfig(SACNetworkConfig):
-    """Networks, optimisers and SAC update of one level (Manager or Worker)."""
-
-    obs_keys: list[str] = Field(default_factory=lambda: ["observation"],
-                                description="observation keys this level reads (concatenated)")
-    batch_size: int = Field(256, ge=1)
-    gamma: float = Field(0.95, gt=0, le=1)
-    tau: float = Field(0.05, gt=0, le=1)
-    num_q: int = Field(2, ge=1)
-    her: HERConfig = Field(default_factory=HERConfig)
-    update_every: int = Field(1, ge=1, description="one gradient step per this many env steps")
-
-    def sac_config(self) -> SACConfig:
-        return SACConfig(**self.model_dump(include=set(SACNetworkConfig.model_fields)),
-                         batch_size=self.batch_size, gamma=self.gamma, tau=self.tau,
-                         num_q=self.num_q, her=self.her)
-
-
-class HGPOSACConfig(BaseModel):
-    """HGPO with SAC levels (the ``algorithm`` section of a config with ``name: hgpo_sac``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    name: Literal["hgpo_sac"] = "hgpo_sac"
-    unread_keys: ClassVar[tuple[str, ...]] = (
-        "environment.normalize_obs", "environment.normalize_goal")
-    period: int = Field(10, ge=1, description="C: env steps per Manager subgoal")
-    subgoals: Literal["absolute", "relative"] = Field(
-        "absolute", description="absolute: a subgoal is a point of the achieved-goal space; "
-        "relative (HIRO): an offset from the achieved goal where its period starts")
-    goal_scale: float = Field(1.0, gt=0, description="subgoals (relative: offsets) lie in "
-                              "[-goal_scale, goal_scale]")
-    hindsight_actions: float = Field(
-        0.5, ge=0, le=1, description="share of Manager samples whose subgoal becomes the "
-        "achieved goal at the period's end")
-    subgoal_testing: float = Field(
-        0.0, ge=0, le=1, description="HAC: share of training subgoals the Worker pursues "
-        "without exploration noise; a tested subgoal it does not reach in its period gives "
-        "the Manager subgoal_penalty with no bootstrap")
-    subgoal_penalty: float | None = Field(
-        None, le=0, description="reward of a missed tested subgoal (default "
-        "-1 / (1 - manager.gamma), the value of never reaching the goal)")
-    manager: SACLevelConfig = Field(default_factory=lambda: SACLevelConfig(gamma=0.9))
-    worker: SACLevelConfig = Field(default_factory=SACLevelConfig)
-
-    @model_validator(mode="after")
-    def _penalty_defined(self) -> "HGPOSACConfig":
-        if self.subgoal_testing > 0 and self.subgoal_penalty is None and self.manager.gamma >= 1:
-            raise ValueError("subgoal_testing with manager.gamma = 1 needs an explicit "
-                             "subgoal_penalty (the default is -1 / (1 - manager.gamma))")
-        return self
+__all__ = ["HGPOSAC", "HGPOSACConfig", "SACLevelConfig", "SubgoalState", "hindsight_subgoals",
+           "penalise_missed"]
 
 
 @dataclass
@@ -98,32 +49,12 @@ class SubgoalState:
     goal_unit: torch.Tensor  # [N, G] the same subgoal as the Manager's [-1, 1] action
     step_in_period: torch.Tensor  # [N] steps taken under the current subgoal
     testing: torch.Tensor  # [N] bool: the Worker pursues this subgoal without noise
+    hop: torch.Tensor | None = None  # [N, 3] planner only: origin and target landmark, steps
 
 
 def level_input(obs: dict[str, torch.Tensor], keys: list[str]) -> torch.Tensor:
     """``[N, sum of key sizes]``: the listed observation entries, concatenated."""
     return torch.cat([obs[k].float().reshape(obs[k].shape[0], -1) for k in keys], dim=-1)
-
-
-def hindsight_subgoals(action: torch.Tensor, achieved_unit: torch.Tensor, ratio: float,
-                       generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """Replace each row of the Manager's stored ``action [B, G]`` (in [-1, 1]) by the subgoal
-    the Worker actually reached, ``achieved_unit [B, G]`` (clamped to [-1, 1]), with
-    probability ``ratio``; returns the actions and the ``[B]`` bool mask of replaced rows."""
-    swap = torch.rand(action.shape[0], generator=generator) < ratio
-    return torch.where(swap[:, None], achieved_unit.clamp(-1.0, 1.0), action), swap
-
-
-def penalise_missed(batch: dict[str, torch.Tensor], kept: torch.Tensor, penalty: float
-                    ) -> dict[str, torch.Tensor]:
-    """HAC's subgoal-testing transitions: rows whose tested subgoal was missed
-    (``batch["missed"] [B]``) and kept as stored (``kept [B]`` bool; a hindsight subgoal was
-    reached by definition) get reward ``penalty`` and ``terminated = 1``."""
-    hit = (batch["missed"] > 0) & kept
-    return {**batch, "reward": torch.where(hit, torch.full_like(batch["reward"], penalty),
-                                           batch["reward"]),
-            "terminated": torch.where(hit, torch.ones_like(batch["terminated"]),
-                                      batch["terminated"])}
 
 
 class HGPOSAC:
@@ -156,6 +87,10 @@ class HGPOSAC:
         self.goal_fns = None  # the env's goal functions, from the storage spec
         self.subgoal_penalty = (cfg.subgoal_penalty if cfg.subgoal_penalty is not None
                                 else -1.0 / (1.0 - cfg.manager.gamma))
+        self.graph = None if cfg.planner is None else LandmarkGraph(
+            cfg.planner, self.worker_steps, lambda a, g: self.goal_fns.success_fn(a, g))
+        self.storage: PeriodStorage | None = None  # the planner's landmarks come from it
+        self.worker_updates = 0
 
     @classmethod
     def from_config(cls, config: Any, env: Any) -> HGPOSAC:
@@ -164,8 +99,21 @@ class HGPOSAC:
         box["obs"] = {k: int(np.prod(s.shape)) for k, s in env.observation_space.spaces.items()}
         learner = cls(config.algorithm, box, resolve_device(config.training.device),
                       config.environment.clip_obs, seed=config.training.seed)
-        learner.goal_fns = goal_functions(env)  # evaluation may come before any storage
+        learner.set_goal_functions(goal_functions(env))  # evaluation may precede any storage
         return learner
+
+    def set_goal_functions(self, goal_fns: Any) -> None:
+        """The env's reward and success tests; the planner reads the Worker's reward scale
+        (``hit`` at the goal, ``miss`` elsewhere) from them."""
+        self.goal_fns = goal_fns
+        goal = torch.zeros(1, self.goal_dim)
+        self.reward_scale = (float(goal_fns.reward_fn(goal, goal)[0]),
+                             float(goal_fns.reward_fn(goal, goal + 1e6)[0]))
+        if self.graph is not None and not goal_fns.terminates_on_success \
+                and self.reward_scale[0] != 0:
+            raise ValueError("algorithm.planner reads distances from the Worker's values, which "
+                             "needs an env that ends episodes on success or gives 0 at the goal; "
+                             "set environment.kwargs.continuing_task: false or drop the planner")
 
     # ----------------------------------------------------------------------------- acting
     def manager_obs(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -210,13 +158,71 @@ class HGPOSAC:
                 tested = (torch.rand(n, generator=self.generator) < self.config.subgoal_testing
                           if mode == "explore" else torch.zeros(n, dtype=torch.bool))
                 testing = torch.where(new, tested, testing)
+        hop = None
+        if self.plans(mode):
+            goal, goal_unit, hop = self.planned_subgoals(obs, new, state)
         action, unit_action = self._worker_act(self.worker_obs(obs, goal), mode, testing)
         step = torch.where(new, 1, state.step_in_period + 1)
         extras = {"unit_action": unit_action, "goal": goal, "goal_unit": goal_unit,
                   "new_goal": new, "period_end": step >= self.config.period}
         if self.config.subgoal_testing > 0:
             extras["testing"] = testing
-        return action, SubgoalState(goal, goal_unit, step, testing), extras
+        return action, SubgoalState(goal, goal_unit, step, testing, hop), extras
+
+    def plans(self, mode: ActMode) -> bool:
+        """Whether the landmark graph chooses this step's new subgoals."""
+        if self.graph is None or not self.graph.ready or mode == "random":
+            return False
+        return mode == "deterministic" or self.config.planner.use == "train_and_eval"
+
+    def planned_subgoals(self, obs: dict[str, torch.Tensor], new: torch.Tensor,
+                         state: SubgoalState
+                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(subgoal, Manager action in [-1, 1], hop)`` ``[N, ...]`` from the landmark graph.
+
+        ``state.hop [N, 3]`` is each env's origin and target landmark (-1: the env goal) and
+        the steps since it set out. An env gets a new waypoint at an episode's start, when it
+        reaches its waypoint (it moves on at once), at a new period (``new [N]``) when it was
+        heading for the env goal, and after ``planner.patience`` steps without reaching it:
+        a landmark's edge is then dropped, and a goal it failed to reach straight is
+        approached through the graph. A landmark not yet reached stays the waypoint across
+        periods (a search from the state every period made routes flip back and forth).
+        The action (clamped to the Manager's box) is what the Manager's replay stores: the
+        waypoint held at the period's start."""
+        achieved = obs["achieved_goal"].float()
+        n = achieved.shape[0]
+        first = torch.full((n,), state.hop is None)
+        if "is_first" in obs:
+            first |= obs["is_first"].bool()
+        hop = state.hop if state.hop is not None else torch.tensor([-1, -1, 0]).repeat(n, 1)
+        goal = state.goal
+        reached = self.goal_fns.success_fn(achieved, goal).bool() & ~first
+        overdue = ~reached & ~first & (hop[:, 2] >= self.config.planner.patience)
+        stuck = overdue & (hop[:, 1] >= 0)
+        if stuck.any():
+            self.graph.prune(hop[stuck, 0], hop[stuck, 1])
+        renew = first | reached | overdue | (new & (hop[:, 1] < 0))
+        if renew.any():
+            planned, target, origin = self.graph.plan(
+                level_input(obs, self.config.worker.obs_keys), achieved,
+                obs["desired_goal"].float(), goal, allow_direct=~(overdue & (hop[:, 1] < 0)))
+            goal = torch.where(renew[:, None], planned, goal)
+            same = (target == hop[:, 1]) & ~reached & ~first & ~overdue  # still counting
+            fresh = torch.stack([origin, target, torch.where(same, hop[:, 2], 0)], dim=-1)
+            hop = torch.where(renew[:, None], fresh, hop)
+        offset = goal - achieved if self.config.subgoals == "relative" else goal
+        goal_unit = torch.where(new[:, None], self.manager.env_to_unit(offset).clamp(-1.0, 1.0),
+                                state.goal_unit)
+        return goal, goal_unit, hop + torch.tensor([0, 0, 1])
+
+    @torch.no_grad()
+    def worker_steps(self, obs: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
+        """``[B]`` env steps from Worker observations ``obs [B, o]`` to goals ``goal [B, G]``
+        as the Worker's critic values them (``hgpo_planner.steps_from_q``)."""
+        device = self.worker.device
+        x = self.worker.policy_input(obs.to(device), goal.to(device))
+        q = self.worker.critic(x, self.worker.actor.deterministic(x)).amin(0)
+        return steps_from_q(q, self.config.worker.gamma, *self.reward_scale).cpu()
 
     def _worker_act(self, worker_obs: dict[str, torch.Tensor], mode: ActMode,
                     testing: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -256,14 +262,15 @@ class HGPOSAC:
         return row, level_input(keys_now, keys), level_input(keys_next, keys)
 
     def make_storage(self, spec: StorageSpec) -> PeriodStorage:
-        self.goal_fns = spec.goal_fns
+        self.set_goal_functions(spec.goal_fns)
         levels = {name: LevelSettings(
             sac.obs_normalizer.mean.shape[0], self.goal_dim, sac.action_low.shape[0],
             level_cfg.batch_size, level_cfg.her, level_cfg.update_every,
             ("missed",) if name == "manager" and self.config.subgoal_testing > 0 else ())
             for name, sac, level_cfg in (("worker", self.worker, self.config.worker),
                                          ("manager", self.manager, self.config.manager))}
-        return PeriodStorage(spec, levels, self.config.period, self.rows)
+        self.storage = PeriodStorage(spec, levels, self.config.period, self.rows)
+        return self.storage
 
     def observe(self, episode: dict[str, dict[str, torch.Tensor]]) -> None:
         """Normaliser statistics from one finished episode: its ``worker`` and ``manager``
@@ -283,6 +290,12 @@ class HGPOSAC:
         metrics: dict[str, float] = {}
         if "worker" in batch:
             metrics |= level_metrics(self.worker.update(batch["worker"]), "worker")
+            self.worker_updates += 1
+            if self.graph is not None and self.storage is not None \
+                    and self.worker_updates % self.config.planner.refresh_every == 0:
+                rows = self.storage.replays["worker"].sample(self.config.planner.candidates,
+                                                             self.generator)
+                metrics |= self.graph.build(rows["obs"], rows["achieved_goal"])
         if "manager" in batch:
             manager_batch = dict(batch["manager"])
             achieved = manager_batch["next_achieved_goal"]
@@ -299,10 +312,16 @@ class HGPOSAC:
 
     # ----------------------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
-        return {"manager": self.manager.state_dict(), "worker": self.worker.state_dict(),
-                "generator": self.generator.get_state()}
+        state = {"manager": self.manager.state_dict(), "worker": self.worker.state_dict(),
+                 "generator": self.generator.get_state(), "worker_updates": self.worker_updates}
+        if self.graph is not None:
+            state["planner"] = self.graph.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.manager.load_state_dict(state["manager"])
         self.worker.load_state_dict(state["worker"])
         self.generator.set_state(state["generator"])
+        self.worker_updates = int(state.get("worker_updates", 0))
+        if self.graph is not None:
+            self.graph.load_state_dict(state["planner"])

@@ -103,3 +103,20 @@ def test_relative_tested_subgoals_resume_exactly(tmp_path):
     train(config(160), tmp_path / "b", show_progress=False)
     train(config(300), tmp_path / "b", resume=True, show_progress=False)
     assert_same_final_weights(tmp_path / "a", tmp_path / "b")
+
+
+def test_landmark_planner_resumes_exactly(tmp_path):
+    """The planner's graph (landmarks, edges, dropped hops) is rebuilt from the replay during
+    training and chooses the training subgoals here: it is in the checkpoint."""
+    switches = {"planner": {"landmarks": 8, "candidates": 64, "refresh_every": 20,
+                            "use": "train_and_eval"}}
+
+    def config(steps):
+        return family_config(tmp_path, "hgpo_sac", steps=steps, algorithm=switches)
+
+    train(config(300), tmp_path / "a", show_progress=False)
+    train(config(160), tmp_path / "b", show_progress=False)
+    train(config(300), tmp_path / "b", resume=True, show_progress=False)
+    assert_same_final_weights(tmp_path / "a", tmp_path / "b")
+    built = read_metrics(tmp_path / "b" / "metrics.csv")["planner/connected_pairs"]
+    assert built and all(0 <= value <= 1 for _, value in built)

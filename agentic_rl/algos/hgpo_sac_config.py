@@ -1,0 +1,65 @@
+"""The config of HGPO with SAC levels (``algorithm.name: hgpo_sac``; see ``algos.hgpo_sac``)."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from agentic_rl.algos.hgpo_planner import PlannerConfig
+from agentic_rl.algos.sac_config import HERConfig, SACConfig, SACNetworkConfig
+
+
+class SACLevelConfig(SACNetworkConfig):
+    """Networks, optimisers and SAC update of one level (Manager or Worker)."""
+
+    obs_keys: list[str] = Field(default_factory=lambda: ["observation"],
+                                description="observation keys this level reads (concatenated)")
+    batch_size: int = Field(256, ge=1)
+    gamma: float = Field(0.95, gt=0, le=1)
+    tau: float = Field(0.05, gt=0, le=1)
+    num_q: int = Field(2, ge=1)
+    her: HERConfig = Field(default_factory=HERConfig)
+    update_every: int = Field(1, ge=1, description="one gradient step per this many env steps")
+
+    def sac_config(self) -> SACConfig:
+        return SACConfig(**self.model_dump(include=set(SACNetworkConfig.model_fields)),
+                         batch_size=self.batch_size, gamma=self.gamma, tau=self.tau,
+                         num_q=self.num_q, her=self.her)
+
+
+class HGPOSACConfig(BaseModel):
+    """HGPO with SAC levels (the ``algorithm`` section of a config with ``name: hgpo_sac``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: Literal["hgpo_sac"] = "hgpo_sac"
+    unread_keys: ClassVar[tuple[str, ...]] = (
+        "environment.normalize_obs", "environment.normalize_goal")
+    period: int = Field(10, ge=1, description="C: env steps per Manager subgoal")
+    subgoals: Literal["absolute", "relative"] = Field(
+        "absolute", description="absolute: a subgoal is a point of the achieved-goal space; "
+        "relative (HIRO): an offset from the achieved goal where its period starts")
+    goal_scale: float = Field(1.0, gt=0, description="subgoals (relative: offsets) lie in "
+                              "[-goal_scale, goal_scale]")
+    hindsight_actions: float = Field(
+        0.5, ge=0, le=1, description="share of Manager samples whose subgoal becomes the "
+        "achieved goal at the period's end")
+    subgoal_testing: float = Field(
+        0.0, ge=0, le=1, description="HAC: share of training subgoals the Worker pursues "
+        "without exploration noise; a tested subgoal it does not reach in its period gives "
+        "the Manager subgoal_penalty with no bootstrap")
+    subgoal_penalty: float | None = Field(
+        None, le=0, description="reward of a missed tested subgoal (default "
+        "-1 / (1 - manager.gamma), the value of never reaching the goal)")
+    planner: PlannerConfig | None = Field(
+        None, description="subgoals from a graph over visited states (hgpo_planner); None: "
+        "the learned Manager's")
+    manager: SACLevelConfig = Field(default_factory=lambda: SACLevelConfig(gamma=0.9))
+    worker: SACLevelConfig = Field(default_factory=SACLevelConfig)
+
+    @model_validator(mode="after")
+    def _penalty_defined(self) -> "HGPOSACConfig":
+        if self.subgoal_testing > 0 and self.subgoal_penalty is None and self.manager.gamma >= 1:
+            raise ValueError("subgoal_testing with manager.gamma = 1 needs an explicit "
+                             "subgoal_penalty (the default is -1 / (1 - manager.gamma))")
+        return self

@@ -295,7 +295,9 @@ class HGPOSAC:
                     and self.worker_updates % self.config.planner.refresh_every == 0:
                 rows = self.storage.replays["worker"].sample(self.config.planner.candidates,
                                                              self.generator)
+                dropped = self.graph.pruned
                 metrics |= self.graph.build(rows["obs"], rows["achieved_goal"])
+                metrics["planner/dropped_edges"] = float(dropped)  # since the previous build
         if "manager" in batch:
             manager_batch = dict(batch["manager"])
             achieved = manager_batch["next_achieved_goal"]

@@ -32,15 +32,23 @@ class PlannerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     landmarks: int = Field(200, ge=2, description="graph nodes, spread by farthest points")
     candidates: int = Field(4000, ge=2, description="Worker replay rows landmarks come from")
-    max_distance: float = Field(10.0, gt=0, description="longest edge, in env steps as the "
-                                "Worker's critic estimates them")
-    patience: int = Field(20, ge=1, description="steps the Worker gets to reach a landmark; "
-                          "after that the edge it was sent along is dropped from the graph")
+    max_distance: float | None = Field(
+        None, gt=0, description="longest edge, in env steps as the Worker's critic estimates "
+        "them; None: the period (the range the Worker is trained to cover)")
+    patience: int | None = Field(None, ge=1, description="steps the Worker gets to reach a "
+                                 "landmark before the edge it was sent along is dropped; "
+                                 "None: twice max_distance")
     refresh_every: int = Field(2000, ge=1, description="rebuild the graph every this many "
                                "Worker updates")
     use: Literal["eval", "train_and_eval"] = Field(
         "eval", description="eval: plan in deterministic episodes only (SoRB); train_and_eval: "
         "also choose the training subgoals (the learned Manager's proposals are then unused)")
+
+    def resolved(self, period: int) -> "PlannerConfig":
+        """This config with the defaults that depend on the Manager's period filled in."""
+        max_distance = self.max_distance if self.max_distance is not None else float(period)
+        patience = self.patience if self.patience is not None else int(2 * max_distance)
+        return self.model_copy(update={"max_distance": max_distance, "patience": patience})
 
 
 def steps_from_q(q: torch.Tensor, gamma: float, hit: float = 1.0, miss: float = 0.0,

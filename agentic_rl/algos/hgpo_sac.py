@@ -87,8 +87,9 @@ class HGPOSAC:
         self.goal_fns = None  # the env's goal functions, from the storage spec
         self.subgoal_penalty = (cfg.subgoal_penalty if cfg.subgoal_penalty is not None
                                 else -1.0 / (1.0 - cfg.manager.gamma))
-        self.graph = None if cfg.planner is None else LandmarkGraph(
-            cfg.planner, self.worker_steps, lambda a, g: self.goal_fns.success_fn(a, g))
+        self.planner = None if cfg.planner is None else cfg.planner.resolved(cfg.period)
+        self.graph = None if self.planner is None else LandmarkGraph(
+            self.planner, self.worker_steps, lambda a, g: self.goal_fns.success_fn(a, g))
         self.storage: PeriodStorage | None = None  # the planner's landmarks come from it
         self.worker_updates = 0
 
@@ -173,7 +174,7 @@ class HGPOSAC:
         """Whether the landmark graph chooses this step's new subgoals."""
         if self.graph is None or not self.graph.ready or mode == "random":
             return False
-        return mode == "deterministic" or self.config.planner.use == "train_and_eval"
+        return mode == "deterministic" or self.planner.use == "train_and_eval"
 
     def planned_subgoals(self, obs: dict[str, torch.Tensor], new: torch.Tensor,
                          state: SubgoalState
@@ -197,7 +198,7 @@ class HGPOSAC:
         hop = state.hop if state.hop is not None else torch.tensor([-1, -1, 0]).repeat(n, 1)
         goal = state.goal
         reached = self.goal_fns.success_fn(achieved, goal).bool() & ~first
-        overdue = ~reached & ~first & (hop[:, 2] >= self.config.planner.patience)
+        overdue = ~reached & ~first & (hop[:, 2] >= self.planner.patience)
         stuck = overdue & (hop[:, 1] >= 0)
         if stuck.any():
             self.graph.prune(hop[stuck, 0], hop[stuck, 1])
@@ -292,8 +293,8 @@ class HGPOSAC:
             metrics |= level_metrics(self.worker.update(batch["worker"]), "worker")
             self.worker_updates += 1
             if self.graph is not None and self.storage is not None \
-                    and self.worker_updates % self.config.planner.refresh_every == 0:
-                rows = self.storage.replays["worker"].sample(self.config.planner.candidates,
+                    and self.worker_updates % self.planner.refresh_every == 0:
+                rows = self.storage.replays["worker"].sample(self.planner.candidates,
                                                              self.generator)
                 dropped = self.graph.pruned
                 metrics |= self.graph.build(rows["obs"], rows["achieved_goal"])

@@ -180,3 +180,13 @@ def test_a_hop_not_made_in_time_is_dropped_from_the_graph():
     assert algo.graph.pruned == 1 and bool(algo.graph.blocked[index[0.0], index[1.0]])
     assert torch.isinf(algo.graph.paths[index[0.0], index[3.0]])  # the line is cut
     assert extras["goal"].tolist() == [[3.25, 0.0]]  # so straight for the goal
+
+
+def test_planner_distances_default_to_the_period():
+    resolved = PlannerConfig().resolved(period=20)
+    assert resolved.max_distance == 20.0 and resolved.patience == 40
+    explicit = PlannerConfig(max_distance=7.0, patience=3).resolved(period=20)
+    assert explicit.max_distance == 7.0 and explicit.patience == 3
+    small = {"hidden_sizes": [8, 8], "batch_size": 4}
+    algo = HGPOSAC(HGPOSACConfig(period=5, manager=small, worker=small, planner={}), SPACES)
+    assert algo.graph.config.max_distance == 5.0 and algo.graph.config.patience == 10

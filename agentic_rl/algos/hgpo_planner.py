@@ -36,8 +36,8 @@ class PlannerConfig(BaseModel):
         None, gt=0, description="longest edge, in env steps as the Worker's critic estimates "
         "them; None: the period (the range the Worker is trained to cover)")
     patience: int | None = Field(None, ge=1, description="steps the Worker gets to reach a "
-                                 "landmark before the edge it was sent along is dropped; "
-                                 "None: twice max_distance")
+                                 "landmark; a hop not made by then makes its edge one "
+                                 "max_distance longer; None: twice max_distance")
     refresh_every: int = Field(2000, ge=1, description="rebuild the graph every this many "
                                "Worker updates")
     use: Literal["eval", "train_and_eval"] = Field(
@@ -74,11 +74,13 @@ def farthest_points(points: torch.Tensor, count: int) -> torch.Tensor:
     return chosen
 
 
-def shortest_paths(edges: torch.Tensor, max_distance: float) -> torch.Tensor:
+def shortest_paths(edges: torch.Tensor, max_distance: float,
+                   penalty: torch.Tensor | None = None) -> torch.Tensor:
     """``[M, M]`` shortest route lengths (Floyd-Warshall) over the directed graph whose edge
-    ``i -> j`` has length ``edges[i, j]`` where that is at most ``max_distance`` (else none);
-    ``inf`` where no route exists."""
-    paths = torch.where(edges <= max_distance, edges, torch.full_like(edges, math.inf))
+    ``i -> j`` exists where ``edges[i, j]`` is at most ``max_distance`` and is that long plus
+    ``penalty[i, j]`` (default 0); ``inf`` where no route exists."""
+    cost = edges if penalty is None else edges + penalty
+    paths = torch.where(edges <= max_distance, cost, torch.full_like(edges, math.inf))
     paths.fill_diagonal_(0.0)
     for k in range(paths.shape[0]):
         paths = torch.minimum(paths, paths[:, k:k + 1] + paths[k:k + 1, :])
@@ -87,7 +89,8 @@ def shortest_paths(edges: torch.Tensor, max_distance: float) -> torch.Tensor:
 
 def first_landmarks(to_landmark: torch.Tensor, from_landmark: torch.Tensor,
                     paths: torch.Tensor, direct: torch.Tensor, max_distance: float,
-                    reached: torch.Tensor | None = None) -> torch.Tensor:
+                    reached: torch.Tensor | None = None, penalty: torch.Tensor | None = None
+                    ) -> torch.Tensor:
     """The first landmark of each env's shortest route to its goal, or -1 to go straight.
 
     Args:
@@ -97,6 +100,7 @@ def first_landmarks(to_landmark: torch.Tensor, from_landmark: torch.Tensor,
         direct: ``[N]`` steps from each state straight to its goal.
         reached: ``[N, M]`` bool, landmarks each env already stands on (default: those at most
             one step away).
+        penalty: ``[N, M]`` added to a first hop that is within reach (failed hops).
 
     Returns:
         ``[N]`` landmark index; -1 where the goal is within ``max_distance`` or no route
@@ -107,7 +111,8 @@ def first_landmarks(to_landmark: torch.Tensor, from_landmark: torch.Tensor,
     """
     inf = torch.full_like(to_landmark, math.inf)
     reached = to_landmark <= 1.0 if reached is None else reached
-    first_hop = torch.where(~reached & (to_landmark <= max_distance), to_landmark, inf)
+    cost = to_landmark if penalty is None else to_landmark + penalty
+    first_hop = torch.where(~reached & (to_landmark <= max_distance), cost, inf)
     last_hop = torch.where(from_landmark <= max_distance, from_landmark, inf)
     rest = (paths[None] + last_hop[:, None, :]).amin(dim=-1)  # [N, M]: landmark i -> goal
     total = first_hop + rest
@@ -130,7 +135,7 @@ class LandmarkGraph:
         self.goal = torch.empty(0)  # [M, G] achieved goal at each landmark
         self.edges = torch.empty(0)  # [M, M] steps from landmark i to landmark j
         self.paths = torch.empty(0)  # [M, M] shortest routes over edges within max_distance
-        self.blocked = torch.empty(0, dtype=torch.bool)  # [M, M] hops the Worker failed
+        self.failures = torch.empty(0)  # [M, M] hops the Worker failed, counted
 
     @property
     def ready(self) -> bool:
@@ -145,7 +150,7 @@ class LandmarkGraph:
         self.edges = self.distance(self.obs.repeat_interleave(m, 0),
                                    self.goal.repeat(m, 1)).reshape(m, m)
         self.paths = shortest_paths(self.edges, self.config.max_distance)
-        self.blocked = torch.zeros(m, m, dtype=torch.bool)
+        self.failures = torch.zeros(m, m)
         within = (self.edges <= self.config.max_distance).float()
         return {"planner/edges_per_landmark": float(within.sum(1).mean() - 1),
                 "planner/connected_pairs": float(torch.isfinite(self.paths).float().mean())}
@@ -180,40 +185,42 @@ class LandmarkGraph:
             achieved.repeat_interleave(m, 0), self.goal.repeat(n, 1)).bool().reshape(n, m)
         on = self.landmark_reached(current, reached)
         nearest = torch.cdist(achieved, self.goal).argmin(dim=-1)
-        # a hop failed from near a landmark is not tried again from near it
-        to_landmark = torch.where(self.blocked[nearest], math.inf, to_landmark)
+        # a hop failed from near a landmark costs more from near it
+        penalty = self.failures[nearest] * self.config.max_distance
         if (on >= 0).any():  # [N]: hop from the landmark instead of from the state
             at = on.clamp(min=0)
             hopping = (on >= 0)[:, None]
-            edges = torch.where(self.blocked[at], math.inf, self.edges[at])
-            to_landmark = torch.where(hopping, edges, to_landmark)
+            to_landmark = torch.where(hopping, self.edges[at], to_landmark)
+            penalty = torch.where(hopping, self.failures[at] * self.config.max_distance, penalty)
             own = torch.nn.functional.one_hot(at, m).bool()
             reached = torch.where(hopping, own, to_landmark <= 1.0 if reached is None
                                   else reached)
             direct = torch.where(on >= 0, from_landmark.gather(1, at[:, None])[:, 0], direct)
         index = first_landmarks(to_landmark, from_landmark, self.paths, direct,
-                                self.config.max_distance, reached)
+                                self.config.max_distance, reached, penalty)
         origin = torch.where(on >= 0, on, nearest)
         return torch.where(index[:, None] >= 0, self.goal[index.clamp(min=0)], goal), index, origin
 
-    def prune(self, origin: torch.Tensor, target: torch.Tensor) -> None:
-        """Drop the edges ``origin[k] -> target[k]`` (``[K]`` landmark indices; pairs with a
-        -1 are skipped): hops the Worker failed to make in ``patience`` steps, typically an
-        edge its critic drew through a wall or a state its policy stalls in. The shortest
-        routes are recomputed, and a hop from a state near ``origin`` avoids ``target``."""
+    def record_failures(self, origin: torch.Tensor, target: torch.Tensor) -> None:
+        """Hops ``origin[k] -> target[k]`` (``[K]`` landmark indices; pairs with a -1 are
+        skipped) the Worker failed to make in ``patience`` steps: typically an edge its critic
+        drew through a wall, or a state its policy stalls in. Each failure makes the edge one
+        ``max_distance`` longer, so routes go round it where they can; an edge is never
+        removed, which could cut the graph at a corridor (measured: removing failed edges
+        left the far corner of PointMaze_Large unreachable). A hop from a state near
+        ``origin`` pays the same."""
         keep = (origin >= 0) & (target >= 0) & (origin != target)
-        keep[keep.clone()] = ~self.blocked[origin[keep], target[keep]]
         if not keep.any():
             return
-        self.blocked = self.blocked.clone()
-        self.blocked[origin[keep], target[keep]] = True
-        self.paths = shortest_paths(torch.where(self.blocked, math.inf, self.edges),
-                                    self.config.max_distance)
+        self.failures = self.failures.index_put((origin[keep], target[keep]),
+                                                torch.ones(int(keep.sum())), accumulate=True)
+        self.paths = shortest_paths(self.edges, self.config.max_distance,
+                                    self.failures * self.config.max_distance)
 
     @property
-    def pruned(self) -> int:
-        """Edges dropped since the last build."""
-        return int(self.blocked.sum())
+    def failed_hops(self) -> int:
+        """Edges with a failed hop since the last build."""
+        return int((self.failures > 0).sum())
 
     def landmark_reached(self, current: torch.Tensor | None, reached: torch.Tensor | None
                          ) -> torch.Tensor:
@@ -228,9 +235,9 @@ class LandmarkGraph:
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {"obs": self.obs, "goal": self.goal, "edges": self.edges, "paths": self.paths,
-                "blocked": self.blocked}
+                "failures": self.failures}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         self.obs, self.goal = state["obs"], state["goal"]
         self.edges, self.paths = state["edges"], state["paths"]
-        self.blocked = state["blocked"].bool()
+        self.failures = state["failures"]

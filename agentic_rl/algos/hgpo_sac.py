@@ -185,8 +185,8 @@ class HGPOSAC:
         the steps since it set out. An env gets a new waypoint at an episode's start, when it
         reaches its waypoint (it moves on at once), at a new period (``new [N]``) when it was
         heading for the env goal, and after ``planner.patience`` steps without reaching it:
-        a landmark's edge is then dropped, and a goal it failed to reach straight is
-        approached through the graph. A landmark not yet reached stays the waypoint across
+        the failed hop then costs more in later routes, and a goal it failed to reach
+        straight is approached through the graph. A landmark not yet reached stays the waypoint across
         periods (a search from the state every period made routes flip back and forth).
         The action (clamped to the Manager's box) is what the Manager's replay stores: the
         waypoint held at the period's start."""
@@ -201,7 +201,7 @@ class HGPOSAC:
         overdue = ~reached & ~first & (hop[:, 2] >= self.planner.patience)
         stuck = overdue & (hop[:, 1] >= 0)
         if stuck.any():
-            self.graph.prune(hop[stuck, 0], hop[stuck, 1])
+            self.graph.record_failures(hop[stuck, 0], hop[stuck, 1])
         renew = first | reached | overdue | (new & (hop[:, 1] < 0))
         if renew.any():
             planned, target, origin = self.graph.plan(
@@ -296,9 +296,9 @@ class HGPOSAC:
                     and self.worker_updates % self.planner.refresh_every == 0:
                 rows = self.storage.replays["worker"].sample(self.planner.candidates,
                                                              self.generator)
-                dropped = self.graph.pruned
+                failed = self.graph.failed_hops
                 metrics |= self.graph.build(rows["obs"], rows["achieved_goal"])
-                metrics["planner/dropped_edges"] = float(dropped)  # since the previous build
+                metrics["planner/failed_hops"] = float(failed)  # since the previous build
         if "manager" in batch:
             manager_batch = dict(batch["manager"])
             achieved = manager_batch["next_achieved_goal"]

@@ -120,4 +120,4 @@ def test_landmark_planner_resumes_exactly(tmp_path):
     assert_same_final_weights(tmp_path / "a", tmp_path / "b")
     built = read_metrics(tmp_path / "b" / "metrics.csv")["planner/connected_pairs"]
     assert built and all(0 <= value <= 1 for _, value in built)
-    assert "planner/dropped_edges" in read_metrics(tmp_path / "b" / "metrics.csv")
+    assert "planner/failed_hops" in read_metrics(tmp_path / "b" / "metrics.csv")

@@ -169,17 +169,23 @@ def test_planned_waypoint_is_held_across_periods_and_left_once_reached():
     assert extras["goal"].tolist() == [[3.25, 0.0]]
 
 
-def test_a_hop_not_made_in_time_is_dropped_from_the_graph():
+def test_a_hop_not_made_in_time_costs_more_but_is_never_cut():
     algo = line_planner(patience=4)
+    index = {x: int((algo.graph.goal[:, 0] == x).nonzero()) for x in (0.0, 1.0, 3.0)}
+    zero, one, three = index[0.0], index[1.0], index[3.0]
+    assert algo.graph.paths[zero, three] == 12.0  # three hops of 4 steps
     _, state, extras = algo.act(at(0.0, first=True), None, "deterministic")
     for _ in range(3):  # stalled: the hop 0 -> 1 gets 4 steps
         _, state, extras = algo.act(at(0.1), state, "deterministic")
-        assert extras["goal"].tolist() == [[1.0, 0.0]] and algo.graph.pruned == 0
+        assert extras["goal"].tolist() == [[1.0, 0.0]] and algo.graph.failed_hops == 0
     _, state, extras = algo.act(at(0.1), state, "deterministic")
-    index = {x: int((algo.graph.goal[:, 0] == x).nonzero()) for x in (0.0, 1.0, 3.0)}
-    assert algo.graph.pruned == 1 and bool(algo.graph.blocked[index[0.0], index[1.0]])
-    assert torch.isinf(algo.graph.paths[index[0.0], index[3.0]])  # the line is cut
-    assert extras["goal"].tolist() == [[3.25, 0.0]]  # so straight for the goal
+    assert algo.graph.failed_hops == 1 and algo.graph.failures[zero, one] == 1
+    assert algo.graph.paths[zero, three] == 12.0 + 7.0  # one max_distance more: still a route
+    assert extras["goal"].tolist() == [[1.0, 0.0]]  # the only way on; its count starts over
+    assert state.hop[0].tolist() == [zero, one, 1]
+    edges = torch.tensor([[0.0, 4.0, 6.0], [4.0, 0.0, 4.0], [6.0, 4.0, 0.0]])
+    penalised = shortest_paths(edges, 7.0, torch.tensor([[0.0, 0.0, 7.0]] + [[0.0] * 3] * 2))
+    assert penalised[0, 2] == 8.0  # round the failed edge (6 + 7) through node 1 (4 + 4)
 
 
 def test_planner_distances_default_to_the_period():

@@ -91,33 +91,31 @@ def test_a_resumed_run_ends_with_the_uninterrupted_weights(tmp_path, family):
     assert_same_final_weights(tmp_path / "a", tmp_path / "b")
 
 
+def assert_hgpo_sac_resumes_exactly(tmp_path, switches: dict) -> None:
+    """An hgpo_sac run with ``switches`` interrupted at step 160 and resumed ends with the
+    weights of an uninterrupted 300-step run."""
+    def config(steps):
+        return family_config(tmp_path, "hgpo_sac", steps=steps, algorithm=switches)
+
+    train(config(300), tmp_path / "a", show_progress=False)
+    train(config(160), tmp_path / "b", show_progress=False)
+    train(config(300), tmp_path / "b", resume=True, show_progress=False)
+    assert_same_final_weights(tmp_path / "a", tmp_path / "b")
+
+
 def test_relative_tested_subgoals_resume_exactly(tmp_path):
     """hgpo_sac's subgoal tests draw from its generator and add a field to the Manager's
     replay: both are in the checkpoint."""
-    switches = {"subgoals": "relative", "goal_scale": 0.5, "subgoal_testing": 0.5}
-
-    def config(steps):
-        return family_config(tmp_path, "hgpo_sac", steps=steps, algorithm=switches)
-
-    train(config(300), tmp_path / "a", show_progress=False)
-    train(config(160), tmp_path / "b", show_progress=False)
-    train(config(300), tmp_path / "b", resume=True, show_progress=False)
-    assert_same_final_weights(tmp_path / "a", tmp_path / "b")
+    assert_hgpo_sac_resumes_exactly(
+        tmp_path, {"subgoals": "relative", "goal_scale": 0.5, "subgoal_testing": 0.5})
 
 
 def test_landmark_planner_resumes_exactly(tmp_path):
-    """The planner's graph (landmarks, edges, dropped hops) is rebuilt from the replay during
+    """The planner's graph (landmarks, edges, failed hops) is rebuilt from the replay during
     training and chooses the training subgoals here: it is in the checkpoint."""
-    switches = {"planner": {"landmarks": 8, "candidates": 64, "refresh_every": 20,
-                            "use": "train_and_eval"}}
-
-    def config(steps):
-        return family_config(tmp_path, "hgpo_sac", steps=steps, algorithm=switches)
-
-    train(config(300), tmp_path / "a", show_progress=False)
-    train(config(160), tmp_path / "b", show_progress=False)
-    train(config(300), tmp_path / "b", resume=True, show_progress=False)
-    assert_same_final_weights(tmp_path / "a", tmp_path / "b")
-    built = read_metrics(tmp_path / "b" / "metrics.csv")["planner/connected_pairs"]
+    assert_hgpo_sac_resumes_exactly(tmp_path, {"planner": {
+        "landmarks": 8, "candidates": 64, "refresh_every": 20, "use": "train_and_eval"}})
+    metrics = read_metrics(tmp_path / "b" / "metrics.csv")
+    built = metrics["planner/connected_pairs"]
     assert built and all(0 <= value <= 1 for _, value in built)
-    assert "planner/failed_hops" in read_metrics(tmp_path / "b" / "metrics.csv")
+    assert "planner/failed_hops" in metrics

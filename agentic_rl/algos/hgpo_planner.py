@@ -201,6 +201,38 @@ class LandmarkGraph:
         origin = torch.where(on >= 0, on, nearest)
         return torch.where(index[:, None] >= 0, self.goal[index.clamp(min=0)], goal), index, origin
 
+    def follow(self, obs: torch.Tensor, achieved: torch.Tensor, env_goal: torch.Tensor,
+               current: torch.Tensor, hop: torch.Tensor | None, new: torch.Tensor,
+               first: torch.Tensor, reached: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step along the routes of ``N`` envs: ``(waypoint [N, G], hop [N, 3])``.
+
+        ``hop`` is each env's origin and target landmark (-1: the env goal) and the steps
+        since it set out (None at the first step); ``current [N, G]`` its waypoint and
+        ``reached [N]`` whether it is there. An env gets a new waypoint at an episode's
+        start (``first [N]``), when it reached its waypoint (it moves on at once), at a new
+        period (``new [N]``) when it was heading for the env goal, and after ``patience``
+        steps without reaching it: the failed hop then costs more in later routes, and a goal
+        it failed to reach straight is approached through the graph. A landmark not yet
+        reached stays the waypoint across periods (a search from the state every period made
+        routes flip back and forth)."""
+        if hop is None:
+            hop = torch.tensor([-1, -1, 0]).repeat(achieved.shape[0], 1)
+        reached = reached & ~first
+        overdue = ~reached & ~first & (hop[:, 2] >= self.config.patience)
+        stuck = overdue & (hop[:, 1] >= 0)
+        if stuck.any():
+            self.record_failures(hop[stuck, 0], hop[stuck, 1])
+        renew = first | reached | overdue | (new & (hop[:, 1] < 0))
+        goal = current
+        if renew.any():
+            planned, target, origin = self.plan(obs, achieved, env_goal, current,
+                                                allow_direct=~(overdue & (hop[:, 1] < 0)))
+            goal = torch.where(renew[:, None], planned, current)
+            same = (target == hop[:, 1]) & ~reached & ~first & ~overdue  # still counting
+            fresh = torch.stack([origin, target, torch.where(same, hop[:, 2], 0)], dim=-1)
+            hop = torch.where(renew[:, None], fresh, hop)
+        return goal, hop + torch.tensor([0, 0, 1])
+
     def record_failures(self, origin: torch.Tensor, target: torch.Tensor) -> None:
         """Hops ``origin[k] -> target[k]`` (``[K]`` landmark indices; pairs with a -1 are
         skipped) the Worker failed to make in ``patience`` steps: typically an edge its critic

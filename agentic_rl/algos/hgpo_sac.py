@@ -112,7 +112,9 @@ class HGPOSAC:
                              float(goal_fns.reward_fn(goal, goal + 1e6)[0]))
         if self.graph is not None and not goal_fns.terminates_on_success \
                 and self.reward_scale[0] != 0:
-            raise ValueError("algorithm.planner reads distances from the Worker's values, which "
+            from agentic_rl.config import ConfigError
+
+            raise ConfigError("algorithm.planner reads distances from the Worker's values, which "
                              "needs an env that ends episodes on success or gives 0 at the goal; "
                              "set environment.kwargs.continuing_task: false or drop the planner")
 
@@ -179,42 +181,21 @@ class HGPOSAC:
     def planned_subgoals(self, obs: dict[str, torch.Tensor], new: torch.Tensor,
                          state: SubgoalState
                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(subgoal, Manager action in [-1, 1], hop)`` ``[N, ...]`` from the landmark graph.
-
-        ``state.hop [N, 3]`` is each env's origin and target landmark (-1: the env goal) and
-        the steps since it set out. An env gets a new waypoint at an episode's start, when it
-        reaches its waypoint (it moves on at once), at a new period (``new [N]``) when it was
-        heading for the env goal, and after ``planner.patience`` steps without reaching it:
-        the failed hop then costs more in later routes, and a goal it failed to reach
-        straight is approached through the graph. A landmark not yet reached stays the waypoint across
-        periods (a search from the state every period made routes flip back and forth).
-        The action (clamped to the Manager's box) is what the Manager's replay stores: the
-        waypoint held at the period's start."""
+        """``(subgoal, Manager action in [-1, 1], hop)`` ``[N, ...]`` from the landmark graph
+        (``LandmarkGraph.follow``). The action (clamped to the Manager's box) is what the
+        Manager's replay stores: the waypoint held at the period's start."""
         achieved = obs["achieved_goal"].float()
-        n = achieved.shape[0]
-        first = torch.full((n,), state.hop is None)
+        first = torch.full((achieved.shape[0],), state.hop is None)
         if "is_first" in obs:
             first |= obs["is_first"].bool()
-        hop = state.hop if state.hop is not None else torch.tensor([-1, -1, 0]).repeat(n, 1)
-        goal = state.goal
-        reached = self.goal_fns.success_fn(achieved, goal).bool() & ~first
-        overdue = ~reached & ~first & (hop[:, 2] >= self.planner.patience)
-        stuck = overdue & (hop[:, 1] >= 0)
-        if stuck.any():
-            self.graph.record_failures(hop[stuck, 0], hop[stuck, 1])
-        renew = first | reached | overdue | (new & (hop[:, 1] < 0))
-        if renew.any():
-            planned, target, origin = self.graph.plan(
-                level_input(obs, self.config.worker.obs_keys), achieved,
-                obs["desired_goal"].float(), goal, allow_direct=~(overdue & (hop[:, 1] < 0)))
-            goal = torch.where(renew[:, None], planned, goal)
-            same = (target == hop[:, 1]) & ~reached & ~first & ~overdue  # still counting
-            fresh = torch.stack([origin, target, torch.where(same, hop[:, 2], 0)], dim=-1)
-            hop = torch.where(renew[:, None], fresh, hop)
+        goal, hop = self.graph.follow(
+            level_input(obs, self.config.worker.obs_keys), achieved, obs["desired_goal"].float(),
+            state.goal, state.hop, new, first,
+            self.goal_fns.success_fn(achieved, state.goal).bool())
         offset = goal - achieved if self.config.subgoals == "relative" else goal
         goal_unit = torch.where(new[:, None], self.manager.env_to_unit(offset).clamp(-1.0, 1.0),
                                 state.goal_unit)
-        return goal, goal_unit, hop + torch.tensor([0, 0, 1])
+        return goal, goal_unit, hop
 
     @torch.no_grad()
     def worker_steps(self, obs: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:

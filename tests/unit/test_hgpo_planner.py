@@ -13,6 +13,7 @@ import torch
 from agentic_rl.algos.hgpo_planner import (LandmarkGraph, PlannerConfig, farthest_points,
                                            first_landmarks, shortest_paths, steps_from_q)
 from agentic_rl.algos.hgpo_sac import HGPOSAC, HGPOSACConfig
+from agentic_rl.config import ConfigError
 from agentic_rl.envs.goal import GoalFunctions
 
 INF = math.inf
@@ -128,7 +129,7 @@ def test_planner_chooses_subgoals_where_configured_and_is_checkpointed(use):
 
 
 def test_planner_needs_values_it_can_read_distances_from():
-    with pytest.raises(ValueError, match="continuing_task: false"):
+    with pytest.raises(ConfigError, match="continuing_task: false"):
         planning_algo("eval", terminates=False)  # 1 at the goal, forever: no distance
 
 

@@ -15,6 +15,10 @@ With ``subgoals: relative`` (HIRO) the Manager's action is an offset from the ac
 where the period starts, and the Worker chases the fixed point ``start + offset`` (HIRO's
 goal transition ``h(s, g, s') = s + g - s'`` written in absolute coordinates); the box then
 bounds how far a waypoint may lie, and a hindsight subgoal is the offset actually travelled.
+
+With ``planner`` a landmark graph over visited states (``hgpo_planner``) sets the subgoals of
+evaluation episodes (``use: eval``) or of every episode: waypoints on shortest routes whose
+edge lengths the Worker's critic gives.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import torch
+
 from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.hgpo import level_metrics
 from agentic_rl.algos.hgpo_diagnostics import SubgoalStats
@@ -85,6 +90,7 @@ class HGPOSAC:
         self.worker = level(cfg.worker, act_dim, spaces["action_low"], spaces["action_high"])
         self.generator = torch.Generator().manual_seed(seed)
         self.goal_fns = None  # the env's goal functions, from the storage spec
+        self.reward_scale = (1.0, 0.0)  # the Worker's reward at / away from its goal
         self.subgoal_penalty = (cfg.subgoal_penalty if cfg.subgoal_penalty is not None
                                 else -1.0 / (1.0 - cfg.manager.gamma))
         self.planner = None if cfg.planner is None else cfg.planner.resolved(cfg.period)

@@ -155,11 +155,6 @@ class LandmarkGraph:
         return {"planner/edges_per_landmark": float(within.sum(1).mean() - 1),
                 "planner/connected_pairs": float(torch.isfinite(self.paths).float().mean())}
 
-    def subgoals(self, obs: torch.Tensor, achieved: torch.Tensor, goal: torch.Tensor,
-                 current: torch.Tensor | None = None) -> torch.Tensor:
-        """``[N, G]``: the next waypoint towards env goals ``goal [N, G]`` (``plan``)."""
-        return self.plan(obs, achieved, goal, current)[0]
-
     def plan(self, obs: torch.Tensor, achieved: torch.Tensor, goal: torch.Tensor,
              current: torch.Tensor | None = None, allow_direct: torch.Tensor | None = None
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -183,7 +178,7 @@ class LandmarkGraph:
             direct = torch.where(allow_direct, direct, math.inf)
         reached = None if self.reached is None else self.reached(
             achieved.repeat_interleave(m, 0), self.goal.repeat(n, 1)).bool().reshape(n, m)
-        on = self.landmark_reached(current, reached)
+        on = self.landmark_reached(current, reached, n)
         nearest = torch.cdist(achieved, self.goal).argmin(dim=-1)
         # a hop failed from near a landmark costs more from near it
         penalty = self.failures[nearest] * self.config.max_distance
@@ -254,13 +249,12 @@ class LandmarkGraph:
         """Edges with a failed hop since the last build."""
         return int((self.failures > 0).sum())
 
-    def landmark_reached(self, current: torch.Tensor | None, reached: torch.Tensor | None
-                         ) -> torch.Tensor:
-        """``[N]``: the index of the landmark that is each env's ``current`` subgoal and is
-        reached (``reached [N, M]``), else -1."""
+    def landmark_reached(self, current: torch.Tensor | None, reached: torch.Tensor | None,
+                         n: int) -> torch.Tensor:
+        """``[n]``: the index of the landmark that is each env's ``current`` subgoal and is
+        reached (``reached [n, M]``), else -1."""
         if current is None or reached is None:
-            return torch.full((current.shape[0] if current is not None else
-                               reached.shape[0] if reached is not None else 0,), -1)
+            return torch.full((n,), -1)
         is_current = (self.goal[None] == current[:, None]).all(-1) & reached
         index = is_current.float().argmax(dim=-1)
         return torch.where(is_current.any(-1), index, torch.full_like(index, -1))

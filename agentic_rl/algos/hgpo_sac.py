@@ -97,7 +97,6 @@ class HGPOSAC:
         self.graph = None if self.planner is None else LandmarkGraph(
             self.planner, self.worker_steps, lambda a, g: self.goal_fns.success_fn(a, g))
         self.storage: PeriodStorage | None = None  # the planner's landmarks come from it
-        self.worker_updates = 0
 
     @classmethod
     def from_config(cls, config: Any, env: Any) -> HGPOSAC:
@@ -278,9 +277,8 @@ class HGPOSAC:
         metrics: dict[str, float] = {}
         if "worker" in batch:
             metrics |= level_metrics(self.worker.update(batch["worker"]), "worker")
-            self.worker_updates += 1
             if self.graph is not None and self.storage is not None \
-                    and self.worker_updates % self.planner.refresh_every == 0:
+                    and self.worker.num_updates % self.planner.refresh_every == 0:
                 rows = self.storage.replays["worker"].sample(self.planner.candidates,
                                                              self.generator)
                 failed = self.graph.failed_hops
@@ -303,7 +301,7 @@ class HGPOSAC:
     # ----------------------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
         state = {"manager": self.manager.state_dict(), "worker": self.worker.state_dict(),
-                 "generator": self.generator.get_state(), "worker_updates": self.worker_updates}
+                 "generator": self.generator.get_state()}
         if self.graph is not None:
             state["planner"] = self.graph.state_dict()
         return state
@@ -312,6 +310,5 @@ class HGPOSAC:
         self.manager.load_state_dict(state["manager"])
         self.worker.load_state_dict(state["worker"])
         self.generator.set_state(state["generator"])
-        self.worker_updates = int(state.get("worker_updates", 0))
         if self.graph is not None:
             self.graph.load_state_dict(state["planner"])

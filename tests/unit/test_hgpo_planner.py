@@ -77,16 +77,16 @@ def test_graph_routes_around_a_wall():
     metrics = graph.build(points, points)
     assert graph.ready and metrics["planner/connected_pairs"] == 1.0
     start, goal = torch.tensor([[-0.5, 0.0]]), torch.tensor([[0.5, 0.0]])
-    waypoint = graph.subgoals(start, start, goal)[0]
+    waypoint = graph.plan(start, start, goal)[0][0]
     assert waypoint[0] < 0 and wall_distance(start, waypoint[None])[0] <= 7.0  # same side
     route = [start[0]]
     for _ in range(20):  # following the waypoints reaches the goal, over the wall's end
-        route.append(graph.subgoals(route[-1][None], route[-1][None], goal)[0])
+        route.append(graph.plan(route[-1][None], route[-1][None], goal)[0][0])
         if torch.equal(route[-1], goal[0]):
             break
     assert torch.equal(route[-1], goal[0]) and max(p[1] for p in route) >= 2.0
     near = torch.tensor([[0.45, 0.0]])  # within reach of the goal: straight there
-    torch.testing.assert_close(graph.subgoals(near, near, goal), goal)
+    torch.testing.assert_close(graph.plan(near, near, goal)[0], goal)
 
 
 SPACES = {"obs": {"observation": 4, "achieved_goal": 2, "desired_goal": 2}, "goal_dim": 2,

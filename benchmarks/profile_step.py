@@ -77,11 +77,13 @@ def profile(net: list[int], steps: int, algo: str, warmup: int = 300,
         if step == warmup:
             parts.clear()
         marks = [time.perf_counter()]
-        env_action, _, extras = run.algo.act(collector.obs, None, "explore")
+        obs = {**collector.obs, "is_first": collector.is_first}
+        env_action, _, extras = run.algo.act(obs, None, "explore")
         marks.append(time.perf_counter())
         transition, end, finished = collector.step(env_action, extras["unit_action"])
         marks.append(time.perf_counter())
-        observed = run.storage.add(StepRecord(transition, extras, end, finished, collector.obs))
+        observed = run.storage.add(StepRecord(transition, extras, end, finished, collector.obs,
+                                              obs, collector.reached))
         marks.append(time.perf_counter())
         for episode in observed:
             run.algo.observe(episode)

@@ -106,10 +106,11 @@ def build_filled_run(hidden: list[int], batch: int, threads: int, fill_steps: in
     collector = Collector(run.envs, run.rng)
     collector.reset_all()
     for _ in range(fill_steps):
-        env_action, _, extras = run.algo.act(collector.obs, None, "explore")
+        obs = {**collector.obs, "is_first": collector.is_first}
+        env_action, _, extras = run.algo.act(obs, None, "explore")
         transition, end, finished = collector.step(env_action, extras["unit_action"])
         for episode in run.storage.add(StepRecord(transition, extras, end, finished,
-                                                  collector.obs)):
+                                                  collector.obs, obs, collector.reached)):
             run.algo.observe(episode)
     return run
 

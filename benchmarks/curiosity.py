@@ -4,8 +4,9 @@
 
 Each run goes through ``agentic_rl.train.run.train`` (``hgpo_vs_flat.run``): final
 deterministic eval success, sampled-policy success, eval curve and env steps/s per seed, from
-``configs/ppo_keydoor.yaml``, ``configs/ppo_keydoor_rnd.yaml``, ``configs/hgpo_keydoor.yaml``
-and ``configs/hgpo_keydoor_rnd.yaml`` (``--variants`` picks some).
+``configs/ppo_keydoor.yaml``, ``configs/ppo_keydoor_rnd.yaml``, ``configs/hgpo_keydoor.yaml``,
+``configs/hgpo_keydoor_rnd.yaml`` (RND for the Worker) and
+``configs/hgpo_keydoor_manager_rnd.yaml`` (RND for the Manager) (``--variants`` picks some).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hgpo_vs_flat import CONFIGS, run_job, summarise  # noqa: E402
 
 VARIANTS = {"ppo": "ppo_keydoor", "ppo_rnd": "ppo_keydoor_rnd", "hgpo": "hgpo_keydoor",
-            "hgpo_rnd": "hgpo_keydoor_rnd"}
+            "hgpo_rnd": "hgpo_keydoor_rnd", "hgpo_manager_rnd": "hgpo_keydoor_manager_rnd"}
 
 
 def main() -> None:

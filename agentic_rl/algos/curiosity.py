@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from torch import nn
 
+from agentic_rl.algos.schedule import Scheduled, non_negative, value_at
 from agentic_rl.nets.mlp import mlp
 from agentic_rl.nets.normalizer import RunningNormalizer
 
@@ -24,11 +25,20 @@ class CuriosityConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     kind: Literal["rnd"] = "rnd"
-    weight: float = Field(0.1, ge=0, description="scale of the normalised intrinsic reward")
+    weight: Scheduled = Field(0.1, description="scale of the normalised intrinsic reward: a "
+                              "constant or a Schedule over the env steps the bonus has scored")
     obs_keys: list[str] = Field(default_factory=lambda: ["observation"])
     hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64])
     embed_dim: int = Field(32, ge=1)
     learning_rate: float = Field(1e-3, gt=0)
+    center: bool = Field(False, description="subtract the batch's mean error: a zero-mean "
+                         "bonus, so states pay only for being newer than the others, and an "
+                         "episode that ends (its goal reached) forfeits no bonus on average")
+
+    @field_validator("weight")
+    @classmethod
+    def _non_negative(cls, value):
+        return non_negative(value, "curiosity weight")
 
 
 def prediction_errors(predicted: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -36,10 +46,12 @@ def prediction_errors(predicted: torch.Tensor, target: torch.Tensor) -> torch.Te
     return (predicted - target).pow(2).mean(dim=-1)
 
 
-def scaled_bonus(errors: torch.Tensor, running_var: torch.Tensor, weight: float) -> torch.Tensor:
-    """``weight * errors / sqrt(running_var)``: the bonus on a scale that does not drift as the
-    predictor gets better everywhere (``running_var`` of past errors, floored at 1e-8)."""
-    return weight * errors / running_var.clamp_min(1e-8).sqrt()
+def scaled_bonus(errors: torch.Tensor, running_var: torch.Tensor, weight: float,
+                 center: torch.Tensor | float = 0.0) -> torch.Tensor:
+    """``weight * (errors - center) / sqrt(running_var)``: the bonus on a scale that does not
+    drift as the predictor gets better everywhere (``running_var`` of past errors, floored at
+    1e-8; ``center`` 0 leaves the errors uncentred)."""
+    return weight * (errors - center) / running_var.clamp_min(1e-8).sqrt()
 
 
 class RND(nn.Module):
@@ -58,10 +70,12 @@ class RND(nn.Module):
     def bonus(self, x: torch.Tensor) -> torch.Tensor:
         """Intrinsic reward ``[...]`` for states ``[..., in_dim]``; updates the error
         statistics with these states' errors first."""
+        weight = value_at(self.config.weight, int(self.errors.count))
         with torch.no_grad():
             errors = prediction_errors(self.predictor(x), self.target(x))
             self.errors.update(errors.reshape(-1, 1))
-            return scaled_bonus(errors, self.errors.var[0].to(errors.dtype), self.config.weight)
+            mean = errors.mean() if self.config.center else 0.0
+            return scaled_bonus(errors, self.errors.var[0].to(errors.dtype), weight, mean)
 
     def train_step(self, x: torch.Tensor) -> float:
         """One predictor step on states ``[B, in_dim]``; returns the loss."""
@@ -71,12 +85,12 @@ class RND(nn.Module):
         self.optimizer.step()
         return float(loss.detach())
 
-    def extra_state(self) -> dict[str, Any]:
-        return {"rnd": self.state_dict(), "rnd_opt": self.optimizer.state_dict()}
+    def extra_state(self, prefix: str = "rnd") -> dict[str, Any]:
+        return {prefix: self.state_dict(), f"{prefix}_opt": self.optimizer.state_dict()}
 
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        self.load_state_dict(state["rnd"])
-        self.optimizer.load_state_dict(state["rnd_opt"])
+    def load_extra_state(self, state: dict[str, Any], prefix: str = "rnd") -> None:
+        self.load_state_dict(state[prefix])
+        self.optimizer.load_state_dict(state[f"{prefix}_opt"])
 
 
 def curiosity_bonus(rnd: RND | None, next_obs: dict[str, torch.Tensor]

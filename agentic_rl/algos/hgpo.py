@@ -5,7 +5,8 @@ Both levels are PPO learners (``ppo.ppo_epochs``). The Manager's goal is a tanh-
 ``period`` steps, and for every env after each ``update`` (so no period straddles two rollouts).
 The goal space is the env's ``achieved_goal`` or a learned encoder phi (temporal-contrastive,
 with an EMA target encoder used for rewards). Worker reward: ``-||phi(s') - g||`` or the change
-of a learned success predictor; Manager reward: external reward summed over its period.
+of a learned success predictor (plus an optional RND bonus); Manager reward: external reward
+summed over its period, plus (``manager_curiosity``) the RND novelty of the states it reached.
 Stabilisers: EMA target encoder, goal-change regularisation, HIRO goal relabelling, separate
 learning rates and update frequencies per level, an annealed cap on the Manager's goal noise
 (``manager_log_std_cap``; deterministic evaluation uses the Manager's mean goal).
@@ -23,7 +24,8 @@ from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.curiosity import RND, curiosity_bonus
 from agentic_rl.algos.hgpo_config import HGPOConfig
 from agentic_rl.algos.ppo import ActionScaler, OnPolicyLearner, flat_obs, ppo_epochs, space_dim
-from agentic_rl.data.hierarchical import ManagerSegments, manager_segments, period_ends
+from agentic_rl.data.hierarchical import (ManagerSegments, manager_segments, period_ends,
+                                         period_sums)
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
 from agentic_rl.nets.goal_encoder import GoalEncoder, ManagerNet, SuccessPredictor, WorkerNet
 
@@ -79,9 +81,10 @@ class HGPO(OnPolicyLearner):
             worker_dim, self.goal_dim, self.scaler.dim, self.scaler.discrete,
             cfg.worker.hidden_sizes, cfg.activation, cfg.conditioning, cfg.continuous_head,
         )
-        self.rnd = None if cfg.curiosity is None else RND(
-            cfg.curiosity, space_dim(observation_space, cfg.curiosity.obs_keys))
-        for name in ("encoder", "target_encoder", "manager", "worker", "rnd"):
+        self.rnd, self.manager_rnd = (
+            None if c is None else RND(c, space_dim(observation_space, c.obs_keys))
+            for c in (cfg.curiosity, cfg.manager_curiosity))
+        for name in ("encoder", "target_encoder", "manager", "worker", "rnd", "manager_rnd"):
             if getattr(self, name, None) is not None:
                 getattr(self, name).to(self.device)
         self.manager_opt = torch.optim.Adam(self.manager.parameters(), lr=cfg.manager.learning_rate)
@@ -226,7 +229,7 @@ class HGPO(OnPolicyLearner):
             {k: flatten_time(v) for k, v in batch.items()},
             lambda mb: self.worker.evaluate(mb["x"], mb["goal"], mb["action"], mb.get("mask")),
             lambda mb: self.worker.value_of(mb["x"], mb["goal"]),
-            self.worker_opt, cfg.worker, self.generator,
+            self.worker_opt, cfg.worker, self.generator, step=self.env_steps,
         )
         end_phi = self.phi(rollout.next_obs)[seg.end_t, seg.env]
         reached = (end_phi - ex["goal"][seg.start_t, seg.env]).norm(dim=-1) <= cfg.goal_tolerance
@@ -246,7 +249,9 @@ class HGPO(OnPolicyLearner):
         }
         if cfg.manager_recurrent:
             batch["h"] = ex["manager_hidden"][start, env]
-        metrics: dict[str, float] = {}
+        bonus, metrics = curiosity_bonus(self.manager_rnd, rollout.next_obs)
+        reward = seg.reward_sum if self.manager_rnd is None else \
+            seg.reward_sum + period_sums(bonus, seg.start_t, seg.end_t, seg.env)
         with torch.no_grad():
             feat = self.manager.features(batch["x"], batch.get("h"))
             x_next = flat_obs(rollout.next_obs, cfg.manager_obs_keys)[seg.end_t, env]
@@ -257,7 +262,7 @@ class HGPO(OnPolicyLearner):
                 batch["log_prob"] = self.manager.policy.evaluate(feat, batch["goal"])[0]
                 metrics["train/relabel_fraction"] = float((chosen != 0).float().mean())
             batch["advantage"], batch["return"] = gae(
-                seg.reward_sum, batch["value"], next_value, seg.terminated, seg.done,
+                reward, batch["value"], next_value, seg.terminated, seg.done,
                 cfg.manager.gamma, cfg.manager.gae_lambda,
             )
 
@@ -274,7 +279,7 @@ class HGPO(OnPolicyLearner):
             lambda mb: self.manager.policy.evaluate(features(mb), mb["goal"]),
             lambda mb: self.manager.value(features(mb)),
             self.manager_opt, cfg.manager, self.generator,
-            goal_change if cfg.goal_change_coef > 0 else None,
+            goal_change if cfg.goal_change_coef > 0 else None, self.env_steps,
         )
         return metrics | {"train/period_reward": float(seg.reward_sum.mean())}
 
@@ -289,7 +294,10 @@ class HGPO(OnPolicyLearner):
         for name in ("encoder", "target_encoder", "encoder_opt", "predictor", "predictor_opt"):
             if hasattr(self, name):
                 state[name] = getattr(self, name).state_dict()
-        return state | (self.rnd.extra_state() if self.rnd is not None else {})
+        for prefix in ("rnd", "manager_rnd"):
+            if getattr(self, prefix) is not None:
+                state |= getattr(self, prefix).extra_state(prefix)
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for name, value in state.items():
@@ -297,7 +305,8 @@ class HGPO(OnPolicyLearner):
                 self.generator.set_state(value)
             elif name in ("updates", "env_steps"):
                 setattr(self, name, int(value))
-            elif name not in ("rnd", "rnd_opt"):
+            elif name not in ("rnd", "rnd_opt", "manager_rnd", "manager_rnd_opt"):
                 getattr(self, name).load_state_dict(value)
-        if self.rnd is not None:
-            self.rnd.load_extra_state(state)
+        for prefix in ("rnd", "manager_rnd"):
+            if getattr(self, prefix) is not None:
+                getattr(self, prefix).load_extra_state(state, prefix)

@@ -59,6 +59,9 @@ class HGPOConfig(BaseModel):
     intrinsic_reward: Literal["distance", "success_predictor"] = "distance"
     intrinsic_scale: float = Field(1.0, gt=0)
     curiosity: CuriosityConfig | None = Field(None, description="RND bonus for the Worker")
+    manager_curiosity: CuriosityConfig | None = Field(
+        None, description="RND bonus of the states reached in a period, summed into the "
+        "Manager's period reward (goals that lead somewhere new pay before any success)")
     goal_tolerance: float = Field(0.1, gt=0, description="phi distance that counts as reached")
     manager_init_log_std: float = Field(0.0, description="initial log std of the goal noise")
     manager_log_std_cap: Schedule | None = Field(

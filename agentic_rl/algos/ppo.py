@@ -15,13 +15,14 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import torch
 from gymnasium import spaces
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from torch import nn
 
 from agentic_rl.algos.base import (ENV_NORMALISER_KEYS,
                                    ON_POLICY_TRAINING_KEYS, ActMode, check_mode,
                                    check_own_action)
 from agentic_rl.algos.curiosity import RND, CuriosityConfig, curiosity_bonus
+from agentic_rl.algos.schedule import Scheduled, non_negative, value_at
 from agentic_rl.algos.spaces import resolve_device
 from agentic_rl.algos.hgpo_losses import normalize_advantages, ppo_policy_loss, value_loss
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
@@ -40,7 +41,8 @@ class PPOUpdateConfig(BaseModel):
     gae_lambda: float = Field(0.95, ge=0, le=1)
     clip_range: float = Field(0.2, gt=0)
     value_clip_range: float | None = Field(None, gt=0)
-    ent_coef: float = Field(0.01, ge=0)
+    ent_coef: Scheduled = Field(0.01, description="entropy bonus: a constant or a Schedule "
+                                "over the learner's env steps")
     vf_coef: float = Field(0.5, ge=0)
     max_grad_norm: float = Field(0.5, gt=0)
     n_epochs: int = Field(4, ge=1)
@@ -48,6 +50,11 @@ class PPOUpdateConfig(BaseModel):
     normalize_advantage: bool = True
     target_kl: float | None = Field(None, gt=0, description="stop the epochs early above this")
     hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64])
+
+    @field_validator("ent_coef")
+    @classmethod
+    def _non_negative(cls, value):
+        return non_negative(value, "ent_coef")
 
 
 class PPOConfig(PPOUpdateConfig):
@@ -104,6 +111,7 @@ def ppo_epochs(
     config: Any,
     generator: torch.Generator,
     extra_loss: Callable[[dict[str, torch.Tensor]], torch.Tensor] | None = None,
+    step: int = 0,
 ) -> dict[str, float]:
     """Minibatch PPO epochs over a flat batch.
 
@@ -116,6 +124,7 @@ def ppo_epochs(
         config: any object with the ``PPOConfig`` optimisation fields.
         generator: shuffles the minibatches.
         extra_loss: optional minibatch -> scalar added to the loss (e.g. goal-change penalty).
+        step: the learner's env steps, where ``config.ent_coef`` is a schedule.
 
     Returns:
         Means over minibatches of the ``losses/*`` and ``train/*`` metrics.
@@ -123,7 +132,7 @@ def ppo_epochs(
     size = batch["advantage"].shape[0]
     params = [p for group in optimizer.param_groups for p in group["params"]]
     sums: dict[str, float] = {}
-    count = 0
+    count, ent_coef = 0, value_at(config.ent_coef, step)
     for _ in range(config.n_epochs):
         order = torch.randperm(size, generator=generator, device=generator.device)
         for start in range(0, size, config.minibatch_size):
@@ -136,7 +145,7 @@ def ppo_epochs(
                 log_prob, mb["log_prob"], advantage, config.clip_range
             )
             v_loss = value_loss(value_fn(mb), mb["return"], mb["value"], config.value_clip_range)
-            loss = pi_loss + config.vf_coef * v_loss - config.ent_coef * entropy.mean()
+            loss = pi_loss + config.vf_coef * v_loss - ent_coef * entropy.mean()
             if extra_loss is not None:
                 loss = loss + extra_loss(mb)
             optimizer.zero_grad()
@@ -218,6 +227,7 @@ class PPO(OnPolicyLearner):
             [*self.policy.parameters(), *self.value.parameters()], lr=config.learning_rate, eps=1e-5
         )
         self.generator = torch.Generator(self.device).manual_seed(seed)
+        self.env_steps = 0
 
     def act(
         self, obs: dict[str, torch.Tensor], state: Any, mode: ActMode = "explore"
@@ -265,8 +275,9 @@ class PPO(OnPolicyLearner):
             batch,
             lambda mb: self.policy.evaluate(mb["x"], mb["action"], mb.get("mask")),
             lambda mb: self.value(mb["x"]),
-            self.optimizer, cfg, self.generator, self.extra_loss,
+            self.optimizer, cfg, self.generator, self.extra_loss, self.env_steps,
         )
+        self.env_steps += rollout.rewards.numel()
         metrics["train/return_mean"] = float(returns.mean())
         return metrics | curiosity | shaped
 
@@ -282,7 +293,7 @@ class PPO(OnPolicyLearner):
             "policy": self.policy.state_dict(),
             "value": self.value.state_dict(),
             "optimizer": self.optimizer.state_dict(),
-            "generator": self.generator.get_state(),
+            "generator": self.generator.get_state(), "env_steps": self.env_steps,
             **(self.rnd.extra_state() if self.rnd is not None else {}),
         }
 
@@ -291,5 +302,6 @@ class PPO(OnPolicyLearner):
         self.value.load_state_dict(state["value"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.generator.set_state(state["generator"])
+        self.env_steps = int(state["env_steps"])
         if self.rnd is not None:
             self.rnd.load_extra_state(state)

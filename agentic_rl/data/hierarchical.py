@@ -28,6 +28,14 @@ def period_ends(new_goal: torch.Tensor, dones: torch.Tensor) -> torch.Tensor:
     return ends
 
 
+def period_sums(values: torch.Tensor, start_t: torch.Tensor, end_t: torch.Tensor,
+                env: torch.Tensor) -> torch.Tensor:
+    """``values [T, N]`` summed over each period ``start_t[m] .. end_t[m]`` of env ``env[m]``:
+    ``[M]``."""
+    cumulative = values.cumsum(0)
+    return cumulative[end_t, env] - cumulative[start_t, env] + values[start_t, env]
+
+
 @dataclass
 class ManagerSegments:
     """Manager transitions ``[M]`` ordered by env, then time, and the step -> transition map."""
@@ -66,8 +74,7 @@ def manager_segments(
         end_index[t] = torch.where(ends[t], t, end_index[t + 1])
     env, start_t = new_goal.T.nonzero(as_tuple=True)  # (n, t) pairs sorted by n, then t
     end_t = end_index[start_t, env]
-    cumulative = rewards.cumsum(0)
-    reward_sum = cumulative[end_t, env] - cumulative[start_t, env] + rewards[start_t, env]
+    reward_sum = period_sums(rewards, start_t, end_t, env)
     step_segment = (new_goal.T.reshape(-1).long().cumsum(0) - 1).reshape(new_goal.shape[1], steps).T
     return ManagerSegments(
         start_t=start_t,

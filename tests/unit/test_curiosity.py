@@ -25,6 +25,32 @@ def test_errors_and_bonus_by_hand():
     torch.testing.assert_close(errors, torch.tensor([2.5, 0.5]))  # (1 + 4) / 2, (0 + 1) / 2
     torch.testing.assert_close(scaled_bonus(errors, torch.tensor(4.0), 0.1),
                                torch.tensor([0.125, 0.025]))  # 0.1 * e / 2
+    torch.testing.assert_close(scaled_bonus(errors, torch.tensor(4.0), 0.1, errors.mean()),
+                               torch.tensor([0.05, -0.05]))  # 0.1 * (e - 1.5) / 2
+
+
+def test_centred_bonus_has_zero_mean_and_keeps_the_order():
+    torch.manual_seed(0)
+    states = torch.randn(32, 3)
+    plain = RND(CuriosityConfig(), in_dim=3)
+    centred = RND(CuriosityConfig(center=True), in_dim=3)
+    centred.load_state_dict(plain.state_dict())
+    a, b = plain.bonus(states), centred.bonus(states)
+    assert abs(float(b.mean())) < 1e-6 and float(a.min()) > 0
+    torch.testing.assert_close(a - a.mean(), b)
+
+
+def test_scheduled_weight_counts_the_states_scored():
+    weight = {"start": 1.0, "end": 0.0, "steps": 100}
+    rnd = RND(CuriosityConfig(weight=weight), in_dim=3)
+    fixed = RND(CuriosityConfig(weight=1.0), in_dim=3)
+    fixed.load_state_dict(rnd.state_dict())
+    states = torch.randn(50, 3)
+    torch.testing.assert_close(rnd.bonus(states), fixed.bonus(states))  # 0 states so far: 1.0
+    torch.testing.assert_close(rnd.bonus(states), 0.5 * fixed.bonus(states))  # 50 of 100 steps
+    assert float(rnd.bonus(states).abs().max()) == 0.0  # 100 states: the end, 0
+    with pytest.raises(ValueError, match="curiosity weight"):
+        CuriosityConfig(weight={"start": 1.0, "end": -1.0, "steps": 10})
 
 
 def test_running_statistics_match_the_concatenated_batches():
@@ -79,6 +105,23 @@ def test_learners_add_the_bonus_train_the_predictor_and_save_it(cls, config):
     states = torch.rand(4, 3)
     torch.testing.assert_close(clone.rnd.bonus(states.clone()), algo.rnd.bonus(states.clone()))
     assert clone.rnd.errors.count.item() == algo.rnd.errors.count.item()
+
+
+def test_manager_curiosity_pays_the_manager_only_and_is_saved():
+    config = HGPOConfig(period=4, manager_curiosity={"weight": 1.0, "center": True})
+    plain, curious = (HGPO(c, OBS, spaces.Discrete(4), seed=0)
+                      for c in (config.model_copy(update={"manager_curiosity": None}), config))
+    metrics = curious.update(rollout())
+    plain.update(rollout())
+    for name, same in (("worker", True), ("manager", False)):
+        a, b = getattr(plain, name).state_dict(), getattr(curious, name).state_dict()
+        assert all(torch.equal(a[k], b[k]) for k in a) == same, name
+    assert metrics["losses/manager_rnd_loss"] > 0 and curious.rnd is None
+    clone = HGPO(config, OBS, spaces.Discrete(4), seed=1)
+    clone.load_state_dict(curious.state_dict())
+    states = torch.rand(4, 3)
+    torch.testing.assert_close(clone.manager_rnd.bonus(states.clone()),
+                               curious.manager_rnd.bonus(states.clone()))
 
 
 def test_no_curiosity_no_bonus():

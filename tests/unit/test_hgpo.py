@@ -18,7 +18,7 @@ from agentic_rl.algos.hgpo_losses import (
     success_progress_reward,
     temporal_contrastive_loss,
 )
-from agentic_rl.data.hierarchical import manager_segments, period_ends
+from agentic_rl.data.hierarchical import manager_segments, period_ends, period_sums
 from agentic_rl.data.rollout import RolloutBuffer
 from agentic_rl.nets.goal_encoder import GoalConditioner
 
@@ -79,6 +79,9 @@ def test_period_ends_and_manager_segments_sum_rewards_per_period():
     assert seg.step_segment.T.tolist() == [[0, 0, 1, 1, 2], [3, 3, 3, 4, 4]]
     with pytest.raises(ValueError, match="first step"):
         manager_segments(new_goal[1:], dones[1:], terminated[1:], rewards[1:])
+    bonus = torch.tensor([[0.5, -1.0], [0.25, 0.0], [0.0, 2.0], [1.0, 0.0], [-2.0, 4.0]])
+    sums = period_sums(bonus, seg.start_t, seg.end_t, seg.env)  # same periods, any values
+    assert sums.tolist() == [0.75, 1.0, -2.0, 1.0, 4.0]
 
 
 def test_intrinsic_reward_is_negative_goal_distance():

@@ -111,3 +111,40 @@ def test_continuous_ppo_update_reports_metrics_and_round_trips():
         probe = {"observation": torch.randn(2, 3), "desired_goal": torch.randn(2, 2)}
         torch.testing.assert_close(clone.act(probe, None, "deterministic")[0],
                                    algo.act(probe, None, "deterministic")[0])
+
+
+def test_scheduled_entropy_coefficient_follows_the_learners_env_steps():
+    """ent_coef 1 -> 0 over 32 env steps: the first update (step 0) equals a constant 1, the
+    second (step 16, two envs x 8 steps seen) a constant 0.5, and the counter is saved."""
+    obs_space = spaces.Dict({"observation": spaces.Box(-1, 1, (3,)),
+                             "desired_goal": spaces.Box(-1, 1, (2,))})
+    schedule = {"start": 1.0, "end": 0.0, "steps": 32}
+
+    def rollout(seed: int):
+        buffer, generator = RolloutBuffer(8), torch.Generator().manual_seed(seed)
+        for _ in range(8):
+            obs = {"observation": torch.rand(2, 3, generator=generator),
+                   "desired_goal": torch.rand(2, 2, generator=generator)}
+            extras = {"log_prob": torch.full((2,), -math.log(4)), "value": torch.zeros(2),
+                      "unit_action": torch.zeros(2, dtype=torch.long)}
+            buffer.add(obs, obs, torch.randint(4, (2,), generator=generator),
+                       torch.rand(2, generator=generator), torch.zeros(2, dtype=torch.bool),
+                       torch.zeros(2, dtype=torch.bool), extras)
+        return buffer.get()
+
+    def learner(ent_coef):
+        return PPO(PPOConfig(ent_coef=ent_coef, minibatch_size=8), obs_space, spaces.Discrete(4))
+
+    scheduled, first, second = learner(schedule), learner(1.0), learner(0.5)
+    scheduled.update(rollout(0))
+    first.update(rollout(0))
+    assert scheduled.env_steps == 16
+    second.load_state_dict(first.state_dict())
+    scheduled.update(rollout(1))
+    second.update(rollout(1))
+    for name in ("policy", "value"):
+        a, b = getattr(scheduled, name).state_dict(), getattr(second, name).state_dict()
+        assert all(torch.equal(a[k], b[k]) for k in a), name
+    assert learner(schedule).state_dict()["env_steps"] == 0
+    with pytest.raises(ValidationError, match="ent_coef"):
+        PPOConfig(ent_coef={"start": 0.0, "end": -0.1, "steps": 5})

@@ -30,6 +30,8 @@ VARIANTS = {"ppo": "ppo_keydoor", "ppo_rnd": "ppo_keydoor_rnd", "hgpo": "hgpo_ke
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds first-seed .. first-seed + seeds - 1 (held-out seeds)")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--budget", type=int, default=None, help="env steps (default: config's)")
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS))
@@ -39,14 +41,15 @@ def main() -> None:
     configs = {k: yaml.safe_load((CONFIGS / f"{VARIANTS[k]}.yaml").read_text())
                for k in args.variants}
     budget = args.budget or configs[args.variants[0]]["training"]["total_timesteps"]
-    jobs = [(configs[k], seed, budget, None) for k in args.variants for seed in range(args.seeds)]
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    jobs = [(configs[k], seed, budget, None) for k in args.variants for seed in seeds]
     if args.jobs > 1:
         with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
             runs = pool.map(run_job, jobs, chunksize=1)
     else:
         runs = [run_job(job) for job in jobs]
-    result = {"budget_steps": budget, "seeds": args.seeds, "configs": VARIANTS}
-    print(f"budget {budget} env steps, {args.seeds} seeds")
+    result = {"budget_steps": budget, "seeds": list(seeds), "configs": VARIANTS}
+    print(f"budget {budget} env steps, seeds {list(seeds)}")
     print("| method | deterministic success (per seed) | sampled success (per seed) | env steps/s |")
     print("|---|---|---|---|")
     for index, key in enumerate(args.variants):

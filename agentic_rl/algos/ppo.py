@@ -302,6 +302,6 @@ class PPO(OnPolicyLearner):
         self.value.load_state_dict(state["value"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.generator.set_state(state["generator"])
-        self.env_steps = int(state["env_steps"])
+        self.env_steps = int(state.get("env_steps", 0))  # older checkpoints did not count
         if self.rnd is not None:
             self.rnd.load_extra_state(state)

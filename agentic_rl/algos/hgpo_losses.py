@@ -17,6 +17,9 @@ def normalize_advantages(advantages: torch.Tensor, eps: float = 1e-8) -> torch.T
     return (advantages - advantages.mean()) / (advantages.std() + eps)
 
 
+MAX_LOG_RATIO = 20.0  # r up to ~5e8: far past any clip range, far from float32 overflow
+
+
 def ppo_policy_loss(
     log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: torch.Tensor, clip_range: float
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -30,8 +33,12 @@ def ppo_policy_loss(
 
     Returns:
         ``(loss, approx_kl, clip_fraction)`` scalars; ``approx_kl = mean((r - 1) - log r)``.
+
+    ``log r`` is clamped to ``[-MAX_LOG_RATIO, MAX_LOG_RATIO]`` (no gradient beyond): a sample
+    far outside the policy (e.g. a HIRO-relabelled goal 100 std from a narrow Manager, log-prob
+    ~ -1e4) swings ``log r`` by tens per step, and ``exp`` overflows float32 past 88.
     """
-    log_ratio = log_prob - old_log_prob
+    log_ratio = (log_prob - old_log_prob).clamp(-MAX_LOG_RATIO, MAX_LOG_RATIO)
     ratio = log_ratio.exp()
     unclipped = ratio * advantages
     clipped = ratio.clamp(1.0 - clip_range, 1.0 + clip_range) * advantages

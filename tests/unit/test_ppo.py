@@ -50,6 +50,17 @@ def test_ppo_policy_loss_matches_hand_computation():
     assert clip_frac.item() == 1.0
 
 
+def test_ppo_policy_loss_stays_finite_far_outside_the_policy():
+    """log r = 100 would overflow float32; clamped at MAX_LOG_RATIO = 20 the loss is finite,
+    and the clamped sample (A < 0, so the unclipped term is chosen) passes no gradient."""
+    log_prob = torch.tensor([100.0, math.log(1.1)], requires_grad=True)
+    loss, kl, _ = ppo_policy_loss(log_prob, torch.zeros(2), torch.tensor([-1.0, 1.0]), 0.2)
+    torch.testing.assert_close(loss, torch.tensor((math.exp(20.0) - 1.1) / 2))
+    assert torch.isfinite(kl)
+    loss.backward()
+    torch.testing.assert_close(log_prob.grad, torch.tensor([0.0, -1.1 / 2]))
+
+
 def test_value_loss_plain_and_clipped():
     values, returns, old = torch.tensor([1.0, 3.0]), torch.tensor([2.0, 0.0]), torch.tensor([1.0, 2.5])
     assert value_loss(values, returns).item() == pytest.approx(0.5 * (1 + 9) / 2)

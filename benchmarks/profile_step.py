@@ -26,7 +26,6 @@ from common import markdown_table, write_json  # noqa: E402
 
 from agentic_rl.collect.collector import Collector  # noqa: E402
 from agentic_rl.config import validate_config  # noqa: E402
-from agentic_rl.data.storage import StepRecord  # noqa: E402
 from agentic_rl.train.setup import build_run  # noqa: E402
 
 
@@ -77,13 +76,12 @@ def profile(net: list[int], steps: int, algo: str, warmup: int = 300,
         if step == warmup:
             parts.clear()
         marks = [time.perf_counter()]
-        obs = {**collector.obs, "is_first": collector.is_first}
+        obs = collector.policy_obs()
         env_action, _, extras = run.algo.act(obs, None, "explore")
         marks.append(time.perf_counter())
         transition, end, finished = collector.step(env_action, extras["unit_action"])
         marks.append(time.perf_counter())
-        observed = run.storage.add(StepRecord(transition, extras, end, finished, collector.obs,
-                                              obs, collector.reached))
+        observed = run.storage.add(collector.record(transition, extras, end, finished, obs))
         marks.append(time.perf_counter())
         for episode in observed:
             run.algo.observe(episode)

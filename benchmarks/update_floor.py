@@ -32,7 +32,6 @@ from common import markdown_table, write_json  # noqa: E402
 
 from agentic_rl.collect.collector import Collector  # noqa: E402
 from agentic_rl.config import validate_config  # noqa: E402
-from agentic_rl.data.storage import StepRecord  # noqa: E402
 from agentic_rl.train.setup import build_run  # noqa: E402
 
 ENV_ID = "FetchReach-v4"
@@ -106,11 +105,11 @@ def build_filled_run(hidden: list[int], batch: int, threads: int, fill_steps: in
     collector = Collector(run.envs, run.rng)
     collector.reset_all()
     for _ in range(fill_steps):
-        obs = {**collector.obs, "is_first": collector.is_first}
+        obs = collector.policy_obs()
         env_action, _, extras = run.algo.act(obs, None, "explore")
         transition, end, finished = collector.step(env_action, extras["unit_action"])
-        for episode in run.storage.add(StepRecord(transition, extras, end, finished,
-                                                  collector.obs, obs, collector.reached)):
+        for episode in run.storage.add(collector.record(transition, extras, end, finished,
+                                                        obs)):
             run.algo.observe(episode)
     return run
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from agentic_rl.data.storage import StepRecord
+
 EVAL_SEED_OFFSET = 1_000_000  # evaluation episodes never share seeds with training episodes
 
 
@@ -87,6 +89,17 @@ class Collector:
     def is_first(self) -> torch.Tensor:
         """``[N]`` bool: the env has just been reset (its episode's first step comes next)."""
         return torch.from_numpy(self.steps_in_episode == 0)
+
+    def policy_obs(self) -> dict[str, torch.Tensor]:
+        """What ``act`` sees: the current observations with ``is_first [N]``."""
+        return {**self.obs, "is_first": self.is_first}
+
+    def record(self, transition: dict[str, torch.Tensor], extras: dict[str, torch.Tensor],
+               episode_end: np.ndarray, finished: list, obs: dict[str, torch.Tensor]
+               ) -> StepRecord:
+        """The ``StepRecord`` of the step just taken from ``obs`` (what ``act`` saw)."""
+        return StepRecord(transition, extras, episode_end, finished, self.obs, obs,
+                          self.reached)
 
     def step(self, env_action: torch.Tensor, stored_action: torch.Tensor):
         """Advance every env by one step.

@@ -14,7 +14,6 @@ import numpy as np
 from agentic_rl.collect.chunks import CollectedStep
 from agentic_rl.collect.collector import Collector, FinishedEpisode
 from agentic_rl.data.checkpoint import BEST_DIR, save_model
-from agentic_rl.data.storage import StepRecord
 from agentic_rl.envs.make import env_factory
 from agentic_rl.train import state
 from agentic_rl.train.evaluate import evaluate
@@ -153,7 +152,7 @@ class LocalSteps:
         shield = run.safety.train_shield if run.safety is not None else None
         while True:
             random = run.step < run.config.training.learning_starts and not run.storage.warm
-            obs = {**collector.obs, "is_first": collector.is_first}
+            obs = collector.policy_obs()
             if shield is not None:
                 obs = shield.restrict(obs)
             env_action, policy_state, extras = algo.act(obs, policy_state,
@@ -165,8 +164,7 @@ class LocalSteps:
             collector.step_async(env_action)
             updates.run(run)  # the previous step's, while the envs step
             transition, episode_end, finished = collector.step_wait(extras["unit_action"])
-            yield CollectedStep(StepRecord(transition, extras, episode_end, finished,
-                                           collector.obs, obs, collector.reached),
+            yield CollectedStep(collector.record(transition, extras, episode_end, finished, obs),
                                 env_action, episode_step)
 
     def close(self) -> None:

@@ -35,7 +35,6 @@ import torch
 from agentic_rl.collect.chunks import Chunk, CollectedStep, pack
 from agentic_rl.collect.collector import Collector
 from agentic_rl.config import ExperimentConfig, validate_config
-from agentic_rl.data.storage import StepRecord
 from agentic_rl.envs.curriculum import Curriculum
 from agentic_rl.train.embedding_store import share_embeddings, start_store
 from agentic_rl.train.setup import build_algo, build_envs
@@ -120,13 +119,13 @@ class RolloutWorker:
             self.curriculum.apply(self.envs)
         collector, collected = self.collector, []
         for _ in range(steps):
-            obs = {**collector.obs, "is_first": collector.is_first}
+            obs = collector.policy_obs()
             env_action, self.policy_state, extras = self.algo.act(obs, self.policy_state, mode)
             episode_step = collector.steps_in_episode.copy()
             transition, episode_end, finished = collector.step(env_action, extras["unit_action"])
-            collected.append(CollectedStep(StepRecord(
-                transition, extras, episode_end, finished, collector.obs, obs,
-                collector.reached), env_action, episode_step))
+            collected.append(CollectedStep(
+                collector.record(transition, extras, episode_end, finished, obs),
+                env_action, episode_step))
         chunk = pack(collected)
         chunk.sender = self.name
         if self.table is not None:

@@ -30,6 +30,9 @@ from agentic_rl.data.rollout import Rollout, flatten_time, gae
 from agentic_rl.nets.goal_encoder import GoalEncoder, ManagerNet, SuccessPredictor, WorkerNet
 
 
+RND_PREFIXES = ("rnd", "manager_rnd")  # the curiosity modules, saved as PREFIX and PREFIX_opt
+
+
 @dataclass
 class HGPOState:
     """Per-env hierarchical state carried between ``act`` calls."""
@@ -84,7 +87,7 @@ class HGPO(OnPolicyLearner):
         self.rnd, self.manager_rnd = (
             None if c is None else RND(c, space_dim(observation_space, c.obs_keys))
             for c in (cfg.curiosity, cfg.manager_curiosity))
-        for name in ("encoder", "target_encoder", "manager", "worker", "rnd", "manager_rnd"):
+        for name in ("encoder", "target_encoder", "manager", "worker", *RND_PREFIXES):
             if getattr(self, name, None) is not None:
                 getattr(self, name).to(self.device)
         self.manager_opt = torch.optim.Adam(self.manager.parameters(), lr=cfg.manager.learning_rate)
@@ -279,7 +282,7 @@ class HGPO(OnPolicyLearner):
             lambda mb: self.manager.policy.evaluate(features(mb), mb["goal"]),
             lambda mb: self.manager.value(features(mb)),
             self.manager_opt, cfg.manager, self.generator,
-            goal_change if cfg.goal_change_coef > 0 else None, self.env_steps,
+            goal_change if cfg.goal_change_coef > 0 else None, step=self.env_steps,
         )
         return metrics | {"train/period_reward": float(seg.reward_sum.mean())}
 
@@ -294,7 +297,7 @@ class HGPO(OnPolicyLearner):
         for name in ("encoder", "target_encoder", "encoder_opt", "predictor", "predictor_opt"):
             if hasattr(self, name):
                 state[name] = getattr(self, name).state_dict()
-        for prefix in ("rnd", "manager_rnd"):
+        for prefix in RND_PREFIXES:
             if getattr(self, prefix) is not None:
                 state |= getattr(self, prefix).extra_state(prefix)
         return state
@@ -305,8 +308,8 @@ class HGPO(OnPolicyLearner):
                 self.generator.set_state(value)
             elif name in ("updates", "env_steps"):
                 setattr(self, name, int(value))
-            elif name not in ("rnd", "rnd_opt", "manager_rnd", "manager_rnd_opt"):
+            elif name.removesuffix("_opt") not in RND_PREFIXES:
                 getattr(self, name).load_state_dict(value)
-        for prefix in ("rnd", "manager_rnd"):
+        for prefix in RND_PREFIXES:
             if getattr(self, prefix) is not None:
                 getattr(self, prefix).load_extra_state(state, prefix)

@@ -9,7 +9,9 @@ of a learned success predictor (plus an optional RND bonus); Manager reward: ext
 summed over its period, plus (``manager_curiosity``) the RND novelty of the states it reached.
 Stabilisers: EMA target encoder, goal-change regularisation, HIRO goal relabelling, separate
 learning rates and update frequencies per level, an annealed cap on the Manager's goal noise
-(``manager_log_std_cap``; deterministic evaluation uses the Manager's mean goal).
+(``manager_log_std_cap``; deterministic evaluation uses the Manager's mean goal), and
+self-imitation of the best finished episodes at both levels (``self_imitation``,
+``hgpo_imitation``).
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from typing import Any
 
 import torch
 
-from agentic_rl.algos import hgpo_goals, hgpo_losses
+from agentic_rl.algos import hgpo_goals, hgpo_imitation, hgpo_losses
 from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.curiosity import RND, curiosity_bonus
 from agentic_rl.algos.hgpo_config import HGPOConfig
 from agentic_rl.algos.ppo import ActionScaler, OnPolicyLearner, flat_obs, ppo_epochs, space_dim
+from agentic_rl.data.elite_episodes import EliteEpisodes
 from agentic_rl.data.hierarchical import (ManagerSegments, manager_segments, period_ends,
                                          period_sums)
 from agentic_rl.data.rollout import Rollout, flatten_time, gae
@@ -96,6 +99,8 @@ class HGPO(OnPolicyLearner):
             self.predictor = SuccessPredictor(self.goal_dim, cfg.encoder_hidden_sizes)
             self.predictor.to(self.device)
             self.predictor_opt = torch.optim.Adam(self.predictor.parameters(), lr=cfg.encoder_lr)
+        self.elite = None if cfg.self_imitation is None else \
+            EliteEpisodes(cfg.self_imitation.episodes)
         self.updates = 0
         self.env_steps = 0
 
@@ -187,7 +192,7 @@ class HGPO(OnPolicyLearner):
         seg = manager_segments(
             rollout.extras["new_goal"], rollout.dones, rollout.terminated, rollout.rewards
         )
-        metrics: dict[str, float] = {}
+        metrics = hgpo_imitation.record(self, rollout, seg)
         if self.updates % self.config.worker.update_every == 0:
             metrics |= level_metrics(self._update_worker(rollout, seg), "worker")
         if self.updates % self.config.manager.update_every == 0:
@@ -228,12 +233,13 @@ class HGPO(OnPolicyLearner):
         }
         if "action_mask" in rollout.obs:
             batch["mask"] = rollout.obs["action_mask"]
+        imitation = hgpo_imitation.term(self, "worker")
         metrics = ppo_epochs(
             {k: flatten_time(v) for k, v in batch.items()},
             lambda mb: self.worker.evaluate(mb["x"], mb["goal"], mb["action"], mb.get("mask")),
             lambda mb: self.worker.value_of(mb["x"], mb["goal"]),
-            self.worker_opt, cfg.worker, self.generator, step=self.env_steps,
-        )
+            self.worker_opt, cfg.worker, self.generator, imitation, step=self.env_steps,
+        ) | (imitation.metrics() if imitation else {})
         end_phi = self.phi(rollout.next_obs)[seg.end_t, seg.env]
         reached = (end_phi - ex["goal"][seg.start_t, seg.env]).norm(dim=-1) <= cfg.goal_tolerance
         return metrics | curiosity | {
@@ -272,18 +278,23 @@ class HGPO(OnPolicyLearner):
         def features(mb: dict[str, torch.Tensor]) -> torch.Tensor:
             return self.manager.features(mb["x"], mb.get("h"))
 
-        def goal_change(mb: dict[str, torch.Tensor]) -> torch.Tensor:
-            mean_goal = self.manager.policy.mode(features(mb))
-            penalty = hgpo_losses.goal_change_penalty(mean_goal, mb["prev_goal"], mb["has_prev"])
-            return cfg.goal_change_coef * penalty
+        imitation = hgpo_imitation.term(self, "manager")
+
+        def extra_loss(mb: dict[str, torch.Tensor]) -> torch.Tensor:
+            loss = torch.zeros((), device=self.device) if imitation is None else imitation(mb)
+            if cfg.goal_change_coef > 0:
+                mean_goal = self.manager.policy.mode(features(mb))
+                loss = loss + cfg.goal_change_coef * hgpo_losses.goal_change_penalty(
+                    mean_goal, mb["prev_goal"], mb["has_prev"])
+            return loss
 
         metrics |= ppo_epochs(
             batch,
             lambda mb: self.manager.policy.evaluate(features(mb), mb["goal"]),
             lambda mb: self.manager.value(features(mb)),
             self.manager_opt, cfg.manager, self.generator,
-            goal_change if cfg.goal_change_coef > 0 else None, step=self.env_steps,
-        )
+            extra_loss if cfg.goal_change_coef > 0 or imitation else None, step=self.env_steps,
+        ) | (imitation.metrics() if imitation else {})
         return metrics | {"train/period_reward": float(seg.reward_sum.mean())}
 
     def state_dict(self) -> dict[str, Any]:
@@ -300,6 +311,8 @@ class HGPO(OnPolicyLearner):
         for prefix in RND_PREFIXES:
             if getattr(self, prefix) is not None:
                 state |= getattr(self, prefix).extra_state(prefix)
+        if self.elite is not None:
+            state["elite"] = self.elite.state()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -308,6 +321,8 @@ class HGPO(OnPolicyLearner):
                 self.generator.set_state(value)
             elif name in ("updates", "env_steps"):
                 setattr(self, name, int(value))
+            elif name == "elite":
+                self.elite.load_state(value)
             elif name.removesuffix("_opt") not in RND_PREFIXES:
                 getattr(self, name).load_state_dict(value)
         for prefix in RND_PREFIXES:

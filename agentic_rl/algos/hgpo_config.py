@@ -5,18 +5,38 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentic_rl.algos.base import ENV_NORMALISER_KEYS, ON_POLICY_TRAINING_KEYS
 from agentic_rl.algos.curiosity import CuriosityConfig
 from agentic_rl.algos.ppo import PPOUpdateConfig
-from agentic_rl.algos.schedule import Schedule
+from agentic_rl.algos.schedule import Schedule, Scheduled, non_negative
 
 
 class LevelConfig(PPOUpdateConfig):
     """PPO settings of one level (Manager or Worker)."""
 
     update_every: int = Field(1, ge=1, description="update this level every k rollouts")
+
+
+class SelfImitationConfig(BaseModel):
+    """``self_imitation``: both levels also imitate the best episodes the agent finished."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    coef: Scheduled = Field(0.1, description="weight of the imitation losses (Worker: -log "
+                            "pi(a | s, g); Manager: squared distance of its mean goal to the "
+                            "goal it set): a constant or a Schedule over env steps")
+    episodes: int = Field(16, ge=1, description="how many of the best finished episodes (env "
+                          "return, then shortest) are kept")
+    batch_size: int = Field(64, ge=1, description="imitated rows per PPO minibatch and level")
+    goals: Literal["hindsight", "stored"] = Field(
+        "hindsight", description="the goal each kept row is imitated with: where its period "
+        "ended (hindsight: a waypoint the Worker reached) or the goal the Manager had set")
+
+    @field_validator("coef")
+    @classmethod
+    def _non_negative(cls, value):
+        return non_negative(value, "self_imitation coef")
 
 
 def log_std_cap(raw: Any) -> Any:
@@ -73,6 +93,9 @@ class HGPOConfig(BaseModel):
     @classmethod
     def _legacy_cap(cls, raw: Any) -> Any:
         return log_std_cap(raw)
+    self_imitation: SelfImitationConfig | None = Field(
+        None, description="imitate the agent's own best episodes at both levels, so the "
+        "deterministic policy (mean goal, argmax action) keeps a solution the noisy one found")
     manager_recurrent: bool = False
     gru_hidden: int = Field(64, ge=1)
     goal_change_coef: float = Field(0.0, ge=0)
@@ -81,3 +104,10 @@ class HGPOConfig(BaseModel):
     relabel_std: float = Field(0.2, gt=0)
     manager: LevelConfig = Field(default_factory=LevelConfig)
     worker: LevelConfig = Field(default_factory=LevelConfig)
+
+    @model_validator(mode="after")
+    def _imitation_needs_feed_forward_manager(self) -> HGPOConfig:
+        if self.self_imitation is not None and self.manager_recurrent:
+            raise ValueError("self_imitation imitates the Manager from single states: it needs "
+                             "manager_recurrent: false")
+        return self

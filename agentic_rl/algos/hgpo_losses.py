@@ -85,6 +85,19 @@ def goal_change_penalty(
     return (weights * (goal_mean - previous_goal).pow(2).sum(-1)).sum() / weights.sum().clamp_min(1)
 
 
+def action_imitation_loss(log_prob: torch.Tensor) -> torch.Tensor:
+    """Self-imitation of the Worker: mean negative log-likelihood of the kept actions,
+    ``log_prob [B] -> []``."""
+    return -log_prob.mean()
+
+
+def goal_imitation_loss(mean_goal: torch.Tensor, kept_goal: torch.Tensor) -> torch.Tensor:
+    """Self-imitation of the Manager: squared distance of its mean goal (what deterministic
+    evaluation proposes) to the kept goal, summed over goal dims and averaged over rows,
+    ``[B, G], [B, G] -> []``."""
+    return (mean_goal - kept_goal).pow(2).sum(-1).mean()
+
+
 def select_relabel_goals(
     candidates: torch.Tensor, log_likelihood: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:

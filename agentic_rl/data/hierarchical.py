@@ -85,3 +85,11 @@ def manager_segments(
         done=dones.bool()[end_t, env] | (end_t == steps - 1),
         step_segment=step_segment,
     )
+
+
+def period_end_values(values: torch.Tensor, seg: ManagerSegments) -> torch.Tensor:
+    """``values [T, N, ...]`` as each step's period left them: row ``(t, n)`` gets the value at
+    the last step of its period (HAC's hindsight goal, with ``values`` the goal-space state
+    reached after each step)."""
+    segment = seg.step_segment
+    return values[seg.end_t[segment], seg.env[segment]]

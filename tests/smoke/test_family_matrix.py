@@ -6,6 +6,8 @@ episode boundaries) and an open room with a lava cell for the discrete shield.""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import yaml
 
@@ -119,3 +121,22 @@ def test_landmark_planner_resumes_exactly(tmp_path):
     built = metrics["planner/connected_pairs"]
     assert built and all(0 <= value <= 1 for _, value in built)
     assert "planner/failed_hops" in metrics
+
+
+def test_self_imitation_resumes_exactly(tmp_path):
+    """HGPO's kept episodes and each env's unfinished rows are in the checkpoint: in a small
+    open room episodes succeed (and are kept) from the first rollouts and end at any step, so
+    the run resumes from the checkpoint before its last (taken at an episode boundary)."""
+    config = family_config(
+        tmp_path, "hgpo", steps=300, training={"checkpoint_freq": 40},
+        algorithm={"self_imitation": {"coef": 1.0, "episodes": 4, "batch_size": 8}},
+        environment={"name": "agentic_rl/GridWorld-v0", "num_envs": 1,
+                     "kwargs": {"size": 3, "max_episode_steps": 10}})
+    train(config, tmp_path / "a", show_progress=False)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    earlier, last = sorted((tmp_path / "b" / "checkpoints").glob("step_*"))
+    shutil.rmtree(last)
+    train(config, tmp_path / "b", resume=True, show_progress=False)
+    assert_same_final_weights(tmp_path / "a", tmp_path / "b")
+    kept = read_metrics(tmp_path / "b" / "metrics.csv")["train/elite_episodes"]
+    assert any(value > 0 for step, value in kept if step <= int(earlier.name[5:]))

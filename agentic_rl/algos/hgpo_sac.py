@@ -23,7 +23,7 @@ edge lengths the Worker's critic gives.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,8 @@ import torch
 from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.hgpo import level_metrics
 from agentic_rl.algos.hgpo_diagnostics import SubgoalStats
-from agentic_rl.algos.hgpo_losses import hindsight_subgoals, penalise_missed
+from agentic_rl.algos.hgpo_losses import (distance_intrinsic_reward, hindsight_subgoals,
+                                         penalise_missed)
 from agentic_rl.algos.hgpo_planner import LandmarkGraph, steps_from_q
 from agentic_rl.algos.hgpo_sac_config import HGPOSACConfig, SACLevelConfig
 from agentic_rl.algos.spaces import resolve_device, spaces_of
@@ -112,6 +113,8 @@ class HGPOSAC:
         """The env's reward and success tests; the planner reads the Worker's reward scale
         (``hit`` at the goal, ``miss`` elsewhere) from them."""
         self.goal_fns = goal_fns
+        self.worker_goal_fns = goal_fns if self.config.worker_reward == "env" else \
+            replace(goal_fns, reward_fn=distance_intrinsic_reward)
         goal = torch.zeros(1, self.goal_dim)
         self.reward_scale = (float(goal_fns.reward_fn(goal, goal)[0]),
                              float(goal_fns.reward_fn(goal, goal + 1e6)[0]))
@@ -230,7 +233,7 @@ class HGPOSAC:
     def rows(self, transition: dict[str, torch.Tensor], extras: dict[str, torch.Tensor]):
         """``(Worker row, Manager input before, Manager input after)`` of one env step: the
         Worker's row has the subgoal as its goal, reward and termination against it."""
-        goal_fns = self.goal_fns
+        goal_fns = self.worker_goal_fns
         keys_now = {"observation": transition["obs"],
                     "achieved_goal": transition["achieved_goal"],
                     "desired_goal": transition["desired_goal"]}
@@ -253,7 +256,8 @@ class HGPOSAC:
         levels = {name: LevelSettings(
             sac.obs_normalizer.mean.shape[0], self.goal_dim, sac.action_low.shape[0],
             level_cfg.batch_size, level_cfg.her, level_cfg.update_every,
-            ("missed",) if name == "manager" and self.config.subgoal_testing > 0 else ())
+            ("missed",) if name == "manager" and self.config.subgoal_testing > 0 else (),
+            self.worker_goal_fns if name == "worker" else None)
             for name, sac, level_cfg in (("worker", self.worker, self.config.worker),
                                          ("manager", self.manager, self.config.manager))}
         self.storage = PeriodStorage(spec, levels, self.config.period, self.rows)

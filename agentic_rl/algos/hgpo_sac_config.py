@@ -51,11 +51,21 @@ class HGPOSACConfig(BaseModel):
     subgoal_penalty: float | None = Field(
         None, le=0, description="reward of a missed tested subgoal (default "
         "-1 / (1 - manager.gamma), the value of never reaching the goal)")
+    worker_reward: Literal["env", "distance"] = Field(
+        "env", description="the Worker's reward against its subgoal: env (the env's own reward "
+        "function, e.g. sparse 0 / -1) or distance (HIRO: -||achieved' - subgoal||, dense)")
     planner: PlannerConfig | None = Field(
         None, description="subgoals from a graph over visited states (hgpo_planner); None: "
         "the learned Manager's")
     manager: SACLevelConfig = Field(default_factory=lambda: SACLevelConfig(gamma=0.9))
     worker: SACLevelConfig = Field(default_factory=SACLevelConfig)
+
+    @model_validator(mode="after")
+    def _planner_reads_sparse_values(self) -> "HGPOSACConfig":
+        if self.planner is not None and self.worker_reward == "distance":
+            raise ValueError("algorithm.planner reads step counts from a Worker trained on the "
+                             "env's sparse reward; it cannot with worker_reward: distance")
+        return self
 
     @model_validator(mode="after")
     def _penalty_defined(self) -> "HGPOSACConfig":

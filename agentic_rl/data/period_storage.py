@@ -38,6 +38,7 @@ class LevelSettings:
     her: Any
     update_every: int
     extra_fields: tuple[str, ...] = ()  # the learner's own scalar fields per row
+    goal_fns: Any = None  # the level's reward / success tests for HER (None: the env's)
 
 
 class PeriodRecorder:
@@ -104,7 +105,8 @@ class PeriodStorage:
             capacity[level], spec.num_envs if level == "worker" else 1,
             replay_shapes(s.obs_dim, s.goal_dim, s.act_dim) | dict.fromkeys(s.extra_fields, ()))
             for level, s in levels.items()}
-        self.her = {level: her_kwargs(s.her, spec.goal_fns) for level, s in levels.items()}
+        self.her = {level: her_kwargs(s.her, s.goal_fns or spec.goal_fns)
+                    for level, s in levels.items()}
         self.recorder = PeriodRecorder(spec.num_envs)
         self.debt = {level: 0.0 for level in LEVELS}  # updates owed, fractional
 

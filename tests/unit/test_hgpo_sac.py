@@ -13,6 +13,7 @@ from agentic_rl.algos.hgpo_sac import HGPOSAC, HGPOSACConfig, hindsight_subgoals
 from agentic_rl.envs.goal import GoalFunctions, goal_functions
 from agentic_rl.envs.make import make_env
 from agentic_rl.data.period_storage import PeriodRecorder
+from agentic_rl.data.storage import StorageSpec
 
 torch.set_num_threads(1)
 
@@ -162,13 +163,37 @@ def test_worker_rewarded_and_terminated_against_its_subgoal():
                   "next_achieved_goal": torch.tensor([[1.0, 0.0], [0.0, 3.0]]),
                   "reward": torch.zeros(2), "terminated": torch.zeros(2)}
     extras = {"goal": torch.tensor([[1.0, 0.2], [0.0, 0.0]]), "unit_action": torch.zeros(2, 2)}
-    algo.goal_fns = fns
+    algo.set_goal_functions(fns)
     row, manager_now, manager_next = algo.rows(transition, extras)
     torch.testing.assert_close(row["reward"], torch.tensor([-0.2, -3.0]))
     torch.testing.assert_close(row["terminated"], torch.tensor([1.0, 0.0]))
     assert torch.equal(row["desired_goal"], extras["goal"])  # the subgoal, not the env goal
     assert torch.equal(manager_now, transition["obs"]) and torch.equal(manager_next,
                                                                         transition["next_obs"])
+
+
+def test_distance_worker_reward_in_rows_and_in_the_workers_hindsight_only():
+    sparse = GoalFunctions(lambda a, d: ((a - d).norm(dim=-1) < 0.5).float() - 1.0,
+                           lambda a, d: ((a - d).norm(dim=-1) < 0.5).float(), True)
+    algo = make_algo(worker_reward="distance")
+    algo.set_goal_functions(sparse)
+    transition = {"obs": torch.zeros(2, 4), "achieved_goal": torch.zeros(2, 2),
+                  "desired_goal": torch.full((2, 2), 7.0), "next_obs": torch.ones(2, 4),
+                  "next_achieved_goal": torch.tensor([[3.0, 4.0], [0.0, 0.3]]),
+                  "reward": torch.zeros(2), "terminated": torch.zeros(2)}
+    extras = {"goal": torch.zeros(2, 2), "unit_action": torch.zeros(2, 2)}
+    row, _, _ = algo.rows(transition, extras)
+    torch.testing.assert_close(row["reward"], torch.tensor([-5.0, -0.3]))  # -||s' - g||
+    torch.testing.assert_close(row["terminated"], torch.tensor([0.0, 1.0]))  # the env's test
+    storage = algo.make_storage(StorageSpec(1, 100, 10, 0, sparse, 0))
+    achieved, goal = torch.tensor([[3.0, 4.0]]), torch.zeros(1, 2)
+    assert storage.her["worker"]["reward_fn"](achieved, goal).item() == pytest.approx(-5.0)
+    assert storage.her["manager"]["reward_fn"](achieved, goal).item() == -1.0
+
+
+def test_the_planner_needs_the_envs_worker_reward():
+    with pytest.raises(ValueError, match="worker_reward"):
+        HGPOSACConfig(worker_reward="distance", planner={"landmarks": 8})
 
 
 def test_maze_goal_functions_match_the_env():

@@ -1,12 +1,15 @@
-"""Curiosity on the key-door grid: flat PPO and HGPO, each with and without RND, same budget.
+"""Curiosity and self-imitation on the key-door grid: flat PPO with and without RND, and HGPO
+with its two key-door pieces switched off one at a time, same budget.
 
     python benchmarks/curiosity.py --seeds 3 --jobs 2 --json curiosity.json
 
 Each run goes through ``agentic_rl.train.run.train`` (``hgpo_vs_flat.run``): final
-deterministic eval success, sampled-policy success, eval curve and env steps/s per seed, from
-``configs/ppo_keydoor.yaml``, ``configs/ppo_keydoor_rnd.yaml``, ``configs/hgpo_keydoor.yaml``,
-``configs/hgpo_keydoor_rnd.yaml`` (RND for the Worker) and
-``configs/hgpo_keydoor_manager_rnd.yaml`` (RND for the Manager) (``--variants`` picks some).
+deterministic eval success, sampled-policy success, eval curve and env steps/s per seed.
+Variants (``--variants`` picks some): ``ppo`` / ``ppo_rnd`` (``configs/ppo_keydoor.yaml``,
+``configs/ppo_keydoor_rnd.yaml``); ``hgpo`` (``configs/hgpo_keydoor.yaml``: a curious Manager
+and self-imitation); ``hgpo_no_imitation``, ``hgpo_no_curiosity`` and ``hgpo_plain`` (the same
+without ``self_imitation``, without ``manager_curiosity``, without both); ``hgpo_rnd``
+(``configs/hgpo_keydoor_rnd.yaml``: ``hgpo_plain`` with RND for the Worker).
 """
 
 from __future__ import annotations
@@ -23,8 +26,23 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hgpo_vs_flat import CONFIGS, run_job, summarise  # noqa: E402
 
-VARIANTS = {"ppo": "ppo_keydoor", "ppo_rnd": "ppo_keydoor_rnd", "hgpo": "hgpo_keydoor",
-            "hgpo_rnd": "hgpo_keydoor_rnd", "hgpo_manager_rnd": "hgpo_keydoor_manager_rnd"}
+# variant -> (config file, algorithm keys removed from it)
+VARIANTS = {
+    "ppo": ("ppo_keydoor", ()), "ppo_rnd": ("ppo_keydoor_rnd", ()),
+    "hgpo": ("hgpo_keydoor", ()),
+    "hgpo_no_imitation": ("hgpo_keydoor", ("self_imitation",)),
+    "hgpo_no_curiosity": ("hgpo_keydoor", ("manager_curiosity",)),
+    "hgpo_plain": ("hgpo_keydoor", ("self_imitation", "manager_curiosity")),
+    "hgpo_rnd": ("hgpo_keydoor_rnd", ()),
+}
+
+
+def variant_config(name: str) -> dict:
+    """The config dict of a variant: its file, less the algorithm keys it switches off."""
+    file, removed = VARIANTS[name]
+    config = yaml.safe_load((CONFIGS / f"{file}.yaml").read_text())
+    algorithm = {k: v for k, v in config["algorithm"].items() if k not in removed}
+    return {**config, "algorithm": algorithm}
 
 
 def main() -> None:
@@ -38,8 +56,10 @@ def main() -> None:
     parser.add_argument("--json", type=Path, required=True)
     args = parser.parse_args()
     start = time.perf_counter()
-    configs = {k: yaml.safe_load((CONFIGS / f"{VARIANTS[k]}.yaml").read_text())
-               for k in args.variants}
+    unknown = sorted(set(args.variants) - set(VARIANTS))
+    if unknown:
+        parser.error(f"unknown variants {unknown}; choose from {sorted(VARIANTS)}")
+    configs = {k: variant_config(k) for k in args.variants}
     budget = args.budget or configs[args.variants[0]]["training"]["total_timesteps"]
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     jobs = [(configs[k], seed, budget, None) for k in args.variants for seed in seeds]
@@ -48,7 +68,8 @@ def main() -> None:
             runs = pool.map(run_job, jobs, chunksize=1)
     else:
         runs = [run_job(job) for job in jobs]
-    result = {"budget_steps": budget, "seeds": list(seeds), "configs": VARIANTS}
+    result = {"budget_steps": budget, "seeds": list(seeds),
+              "configs": {k: {"file": f, "removed": list(r)} for k, (f, r) in VARIANTS.items()}}
     print(f"budget {budget} env steps, seeds {list(seeds)}")
     print("| method | deterministic success (per seed) | sampled success (per seed) | env steps/s |")
     print("|---|---|---|---|")

@@ -82,6 +82,9 @@ class HGPOConfig(BaseModel):
     manager_curiosity: CuriosityConfig | None = Field(
         None, description="RND bonus of the states reached in a period, summed into the "
         "Manager's period reward (goals that lead somewhere new pay before any success)")
+    self_imitation: SelfImitationConfig | None = Field(
+        None, description="imitate the agent's own best episodes at both levels, so the "
+        "deterministic policy (mean goal, argmax action) keeps a solution the noisy one found")
     goal_tolerance: float = Field(0.1, gt=0, description="phi distance that counts as reached")
     manager_init_log_std: float = Field(0.0, description="initial log std of the goal noise")
     manager_log_std_cap: Schedule | None = Field(
@@ -93,9 +96,6 @@ class HGPOConfig(BaseModel):
     @classmethod
     def _legacy_cap(cls, raw: Any) -> Any:
         return log_std_cap(raw)
-    self_imitation: SelfImitationConfig | None = Field(
-        None, description="imitate the agent's own best episodes at both levels, so the "
-        "deterministic policy (mean goal, argmax action) keeps a solution the noisy one found")
     manager_recurrent: bool = False
     gru_hidden: int = Field(64, ge=1)
     goal_change_coef: float = Field(0.0, ge=0)

@@ -43,7 +43,7 @@ def record(algo: HGPO, rollout: Rollout, seg: ManagerSegments) -> dict[str, floa
     }
     if "action_mask" in rollout.obs:
         rows["mask"] = rollout.obs["action_mask"]
-    algo.elite.add_rollout(rows, rollout.rewards, rollout.dones)
+    algo.elite.add_rollout(rows, rollout.rewards, rollout.dones, rollout.obs.get("is_first"))
     return algo.elite.stats()
 
 

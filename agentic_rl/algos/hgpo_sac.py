@@ -91,6 +91,7 @@ class HGPOSAC:
         self.worker = level(cfg.worker, act_dim, spaces["action_low"], spaces["action_high"])
         self.generator = torch.Generator().manual_seed(seed)
         self.goal_fns = None  # the env's goal functions, from the storage spec
+        self.worker_goal_fns = None  # the same, with the Worker's reward (worker_reward)
         self.reward_scale = (1.0, 0.0)  # the Worker's reward at / away from its goal
         self.subgoal_penalty = (cfg.subgoal_penalty if cfg.subgoal_penalty is not None
                                 else -1.0 / (1.0 - cfg.manager.gamma))

@@ -32,17 +32,26 @@ class EliteEpisodes:
         return len(self.episodes)
 
     def add_rollout(self, rows: dict[str, torch.Tensor], rewards: torch.Tensor,
-                    dones: torch.Tensor) -> int:
+                    dones: torch.Tensor, starts: torch.Tensor | None = None) -> int:
         """Append a rollout: ``rows`` fields ``[T, N, ...]``, env ``rewards [T, N]``, ``dones
-        [T, N]`` (terminated or truncated). Returns how many finished episodes were kept."""
-        kept = 0
+        [T, N]`` (terminated or truncated) and optionally ``starts [T, N]`` (the row begins an
+        episode: unfinished rows before it belong to an episode that was dropped, e.g. an env
+        restarted without an end, and are discarded). Returns how many episodes were kept."""
+        kept, steps = 0, rewards.shape[0]
         for env in range(rewards.shape[1]):
             start = 0
-            for end in dones[:, env].nonzero().flatten().tolist():
-                kept += self._finish(env, self._extend(env, rows, rewards, start, end + 1))
-                start = end + 1
-            if start < rewards.shape[0]:
-                self._extend(env, rows, rewards, start, rewards.shape[0])
+            begins = set() if starts is None else set(starts[:, env].nonzero().flatten().tolist())
+            ends = set(dones[:, env].nonzero().flatten().tolist())
+            for t in sorted(begins | ends):
+                if t in begins:  # rows before it that no end closed are dropped
+                    self.pending.pop(env, None)
+                    self.pending_return.pop(env, None)
+                    start = t
+                if t in ends:
+                    kept += self._finish(env, self._extend(env, rows, rewards, start, t + 1))
+                    start = t + 1
+            if start < steps:
+                self._extend(env, rows, rewards, start, steps)
         return kept
 
     def _extend(self, env: int, rows, rewards, start: int, stop: int) -> dict[str, torch.Tensor]:

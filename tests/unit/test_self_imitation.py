@@ -166,3 +166,18 @@ def test_kept_rows_carry_hindsight_or_stored_goals():
             reached = rollout.next_obs["achieved_goal"][:, 0]
             expected = torch.stack([reached[3]] * 4 + [reached[5]] * 2)
         torch.testing.assert_close(kept, expected)
+
+
+def test_rows_of_an_episode_that_never_ended_are_dropped_at_the_next_start():
+    elite = EliteEpisodes(capacity=4)
+    # env 0: rows 0-1 start an episode that is cut off (an env restarted, no end recorded);
+    # a new episode starts at row 2 and succeeds at row 3
+    rows, rewards, dones = chunk([[0], [1], [2], [3]], [[0], [5], [0], [1]],
+                                 [[False], [False], [False], [True]])
+    starts = torch.tensor([[True], [False], [True], [False]])
+    assert elite.add_rollout(rows, rewards, dones, starts) == 1
+    assert elite.episodes[0]["id"].tolist() == [2, 3] and elite.returns == [1.0]
+    # unfinished rows of an earlier rollout are dropped by a start at row 0 too
+    elite.add_rollout(*chunk([[4]], [[0]], [[False]]), torch.tensor([[True]]))
+    elite.add_rollout(*chunk([[5]], [[1]], [[True]]), torch.tensor([[True]]))
+    assert [e["id"].tolist() for e in elite.episodes] == [[5], [2, 3]]

@@ -1,11 +1,14 @@
-"""The two profiling scripts drive the loop's parts by hand (collector, storage, update): a
-change to that contract must break this test, not the scripts, found only when someone times."""
+"""Benchmark scripts that reach into the library: the two profiling scripts drive the loop's
+parts by hand (collector, storage, update), and the curiosity ablation edits config files. A
+change to either contract must break this test, not the scripts, found only when someone runs
+them."""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
 
+from agentic_rl.config import validate_config
 from tests.conftest import REPO
 
 
@@ -32,3 +35,13 @@ def test_update_floor_fills_a_replay_and_times_updates():
     run = floor.build_filled_run([16, 16], batch=32, threads=1, fill_steps=60)
     assert run.storage.replay.num_sampleable() > 0
     assert floor.updates_per_s(run, batch=32, seconds=0.05) > 0
+
+
+def test_every_curiosity_variant_is_a_valid_config():
+    """``curiosity.py``'s variants are config files less some keys: a renamed file or key
+    must fail here, not an hour into an ablation."""
+    curiosity = _script("curiosity")
+    for name in curiosity.VARIANTS:
+        config = validate_config(curiosity.variant_config(name))
+        removed = curiosity.VARIANTS[name][1]
+        assert all(getattr(config.algorithm, key) is None for key in removed), name

@@ -49,8 +49,8 @@ def record(algo: HGPO, rollout: Rollout, seg: ManagerSegments) -> dict[str, floa
 
 class ImitationTerm:
     """The ``extra_loss`` of one level's PPO epochs: ``coef *`` the imitation loss of a fresh
-    draw of kept rows per minibatch (the PPO minibatch itself is not used); ``mean()`` is the
-    average unweighted loss over the calls, for logging."""
+    draw of kept rows per minibatch (the PPO minibatch itself is not used); ``metrics()`` gives
+    the average unweighted loss over the calls, for logging."""
 
     def __init__(self, algo: HGPO, level: str) -> None:
         self.algo, self.level = algo, level

@@ -26,7 +26,8 @@ class EliteEpisodes:
         self.returns: list[float] = []
         self.pending: dict[int, dict[str, torch.Tensor]] = {}  # env -> unfinished rows [l, ...]
         self.pending_return: dict[int, float] = {}
-        self._flat: dict[str, torch.Tensor] | None = None  # the kept rows, concatenated
+        # the kept rows, concatenated, all of them (key None) or where a flag is set
+        self._flat: dict[str | None, dict[str, torch.Tensor]] = {}
 
     def __len__(self) -> int:
         return len(self.episodes)
@@ -68,15 +69,14 @@ class EliteEpisodes:
         del self.pending[env]
         if episode_return <= 0:
             return False
-        length = len(next(iter(episode.values())))
         rank = sum(1 for r, e in zip(self.returns, self.episodes)
-                   if (r, -len(next(iter(e.values())))) >= (episode_return, -length))
+                   if (r, -_length(e)) >= (episode_return, -_length(episode)))
         if rank >= self.capacity:
             return False
         self.episodes.insert(rank, episode)
         self.returns.insert(rank, episode_return)
         del self.episodes[self.capacity:], self.returns[self.capacity:]
-        self._flat = None
+        self._flat.clear()
         return True
 
     def sample(self, batch_size: int, generator: torch.Generator,
@@ -85,22 +85,30 @@ class EliteEpisodes:
         episodes' rows, or from those whose boolean field ``where`` is set; empty: ``{}``."""
         if not self.episodes:
             return {}
-        if self._flat is None:
-            self._flat = {k: torch.cat([e[k] for e in self.episodes]) for k in self.episodes[0]}
-        flat = self._flat
-        if where is not None:
-            flat = {k: v[flat[where].bool()] for k, v in flat.items()}
-        size = len(next(iter(flat.values())))
+        flat = self._rows(where)
+        size = _length(flat)
         if size == 0:
             return {}
         index = torch.randint(size, (batch_size,), generator=generator,
                               device=generator.device).to(next(iter(flat.values())).device)
         return {k: v[index] for k, v in flat.items()}
 
+    def _rows(self, where: str | None) -> dict[str, torch.Tensor]:
+        """The kept rows concatenated (``where``: only those with the flag set), built once
+        per change of the kept episodes, not per draw."""
+        if where not in self._flat:
+            if None not in self._flat:
+                self._flat[None] = {k: torch.cat([e[k] for e in self.episodes])
+                                    for k in self.episodes[0]}
+            every = self._flat[None]
+            self._flat[where] = every if where is None else {
+                k: v[every[where].bool()] for k, v in every.items()}
+        return self._flat[where]
+
     def stats(self) -> dict[str, float]:
         if not self.episodes:
             return {"train/elite_episodes": 0.0}
-        lengths = [len(next(iter(e.values()))) for e in self.episodes]
+        lengths = [_length(e) for e in self.episodes]
         return {"train/elite_episodes": float(len(self.episodes)),
                 "train/elite_best_return": self.returns[0],
                 "train/elite_mean_length": sum(lengths) / len(lengths)}
@@ -116,4 +124,9 @@ class EliteEpisodes:
         self.returns = [float(r) for r in state["returns"]]
         self.pending = {int(k): dict(v) for k, v in state["pending"].items()}
         self.pending_return = {int(k): float(v) for k, v in state["pending_return"].items()}
-        self._flat = None
+        self._flat.clear()
+
+
+def _length(rows: dict[str, torch.Tensor]) -> int:
+    """Rows in an episode (or any dict of row fields ``[L, ...]``)."""
+    return len(next(iter(rows.values())))

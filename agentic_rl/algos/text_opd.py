@@ -28,6 +28,7 @@ from agentic_rl.algos.base import ActMode, check_mode, check_own_action
 from agentic_rl.algos.hgpo_losses import ppo_policy_loss, value_loss
 from agentic_rl.algos.spaces import resolve_device
 from agentic_rl.algos.schedule import value_at
+from agentic_rl.algos.text_manager import LearnedManagerTrainer
 from agentic_rl.algos.text_losses import (
     command_cross_entropy,
     context_groups,
@@ -44,6 +45,7 @@ from agentic_rl.data.text_storage import (IMITATE, TextBatch, TextEpisodeStorage
                                           TextStorageSettings)
 from agentic_rl.data.text_table import TextTable
 from agentic_rl.nets.text import TextPolicy
+from agentic_rl.nets.text_manager import TextManager
 
 __all__ = ["ManagerConfig", "TextOPD", "TextOPDConfig"]
 POLICY_INPUTS = ("task", "observation", "inventory", "previous_command", "subgoal", "commands",
@@ -63,12 +65,14 @@ class TextOPD:
     """
 
     def __init__(self, config: TextOPDConfig, table: TextTable, generator: torch.Generator,
-                 device: str | torch.device = "cpu"):
+                 device: str | torch.device = "cpu", manager: TextManager | None = None):
         self.config, self.table, self.generator = config, table, generator
         self.device = torch.device(device)
         self.policy = TextPolicy(table.dim, config.hidden, config.memory,
                                  subgoal=config.manager is not None).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr)
+        # the learned Manager stays on the CPU: the envs' planner runs the same object
+        self.manager = LearnedManagerTrainer(manager, table, config.lr) if manager else None
         self.updates = 0
         self._device_table = torch.zeros(0, table.dim, device=self.device)
 
@@ -80,6 +84,11 @@ class TextOPD:
         from agentic_rl.envs.make import check_text_env
 
         check_text_env(config.environment.name)
+        manager = config.algorithm.manager
+        if manager is not None and manager.planner == "learned" and config.training.rollout_workers:
+            raise ValueError("the learned text Manager trains in the learner's process and its "
+                             "envs' planner reads the same network: it cannot run with "
+                             "training.rollout_workers")
         if not config.algorithm.prototype_data_path:
             raise ValueError("text_opd needs algorithm.prototype_data_path: an ALFWorld "
                              "demonstration file from `agentic-rl demos --env "
@@ -90,8 +99,15 @@ class TextOPD:
     @classmethod
     def from_config(cls, config: Any, env: Any) -> "TextOPD":
         generator = torch.Generator().manual_seed(config.training.seed)
+        manager = config.algorithm.manager
+        net = None
+        if manager is not None and manager.planner == "learned":
+            net = getattr(getattr(env, "planner", None), "net", None)
+            if net is None:
+                raise ValueError("manager.planner=learned: the envs were built without the "
+                                 "learned Manager's planner")
         return cls(config.algorithm, env.table, generator,
-                   resolve_device(config.training.device))
+                   resolve_device(config.training.device), net)
 
     def make_storage(self, spec: StorageSpec) -> TextEpisodeStorage:
         """Demonstrations as prototypes, then the phases of ``data.text_storage``."""
@@ -99,7 +115,9 @@ class TextOPD:
         paths = c.prototype_data_path
         demos = [e for path in ([paths] if isinstance(paths, str) else paths)
                  for e in episodes_from_demos(path, self.table, c.max_commands) if e.success]
-        if c.manager is not None:  # the expert reaches its planner subgoal on every step
+        if self.manager is not None:  # and the Worker imitates under hindsight subgoals
+            self.manager.set_demos(demos)
+        elif c.manager is not None:  # the expert reaches its planner subgoal on every step
             for e in demos:
                 e.subgoal = e.commands[np.arange(len(e)), e.action]
         settings = TextStorageSettings(c.bc_steps, c.dagger_rounds, c.dagger_steps,
@@ -171,7 +189,10 @@ class TextOPD:
     def update(self, batch: TextBatch) -> dict[str, float]:
         """An imitation step (``batch.kind == "imitate"``) or a group update."""
         if batch.kind == IMITATE:
-            return self.imitation_step(batch.episodes)
+            metrics = self.imitation_step(batch.episodes)
+            if self.manager is not None:
+                metrics |= self.manager.imitation_step(self.generator)
+            return metrics
         return self.group_update(batch.episodes, batch.prototypes)
 
     def _subgoals(self) -> torch.Tensor | None:
@@ -285,12 +306,17 @@ class TextOPD:
 
     # ------------------------------------------------------------------ persistence
     def state_dict(self) -> dict[str, Any]:
-        return {"policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "updates": self.updates, "generator": self.generator.get_state()}
+        state = {"policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
+                 "updates": self.updates, "generator": self.generator.get_state()}
+        if self.manager is not None:
+            state["manager"] = self.manager.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Also loads a model folder (``models/alfworld``, ``RUN_DIR/best``): the policy alone."""
         self.policy.load_state_dict(state["policy"])
+        if self.manager is not None:
+            self.manager.load_state_dict(state["manager"])
         if "optimizer" in state:
             self.optimizer.load_state_dict(state["optimizer"])
         if "generator" in state:

@@ -15,8 +15,12 @@ class ManagerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    planner: Literal["expert_plan", "openai"] = "expert_plan"
+    planner: Literal["expert_plan", "openai", "learned"] = Field(
+        "expert_plan", description="expert_plan: the env's solution (an oracle upper bound); "
+        "openai: a chat endpoint; learned: a network over templated subgoals, trained by "
+        "imitation of the demonstrations' subgoal sequence")
     period: int = Field(5, ge=1)
+    hidden: int = Field(128, ge=8, description="learned Manager: width of its scoring layers")
     base_url: str | None = None
     model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
@@ -24,6 +28,9 @@ class ManagerConfig(BaseModel):
 
     @model_validator(mode="after")
     def _endpoint_given(self) -> "ManagerConfig":
+        if self.planner != "learned" and "hidden" in self.model_fields_set:
+            raise ValueError("manager.hidden sizes the learned Manager; planner "
+                             f"{self.planner!r} has no network")
         if self.planner == "openai" and not (self.base_url and self.model):
             raise ValueError("planner 'openai' needs base_url and model (an OpenAI-compatible "
                              "chat endpoint, e.g. base_url: http://localhost:8000/v1)")

@@ -24,11 +24,11 @@ class TextVectorEnv(LeanSyncVectorEnv):
 
     table_keys = ROW_IDS + ("commands",)
 
-    def __init__(self, env_fns, schedule: GroupSchedule, table: TextTable) -> None:
+    def __init__(self, env_fns, schedule: GroupSchedule, table: TextTable, planner=None) -> None:
         from gymnasium.vector import AutoresetMode
 
         super().__init__(env_fns, autoreset_mode=AutoresetMode.DISABLED)
-        self.schedule, self.table = schedule, table
+        self.schedule, self.table, self.planner = schedule, table, planner
 
     def env_state(self) -> dict[str, Any]:
         return {"episodes": self.schedule.state()}
@@ -89,7 +89,8 @@ def text_env(env_kwargs: dict[str, Any], games: list[str], table: TextTable, sch
 
 def build_text_envs(algo: Any, env_kwargs: dict[str, Any], seed: int,
                     part: tuple[int, int] | None = None) -> tuple[TextVectorEnv, TextInputs]:
-    """``(training envs, held-out evaluation env)`` sharing one lazy text table; with
+    """``(training envs, held-out evaluation env)`` sharing one lazy text table and one planner
+    (the training envs' ``planner``: a learned Manager's network is the learner's); with
     ``part=(index, count)`` the training envs are the ``index``-th of ``count`` near-equal
     contiguous shares of the schedule's slots (a rollout worker's)."""
     from agentic_rl.envs.alfworld.text_encoder import shared_encoder
@@ -98,7 +99,7 @@ def build_text_envs(algo: Any, env_kwargs: dict[str, Any], seed: int,
     games, train_ids, held = split_games(env_kwargs, algo.holdout_games, seed,
                                          demo_games(algo.prototype_data_path))
     table = TextTable(shared_encoder(), lazy=True)
-    planner = build_planner(algo.manager)
+    planner = build_planner(algo.manager, table)
     schedule = GroupSchedule(train_ids, algo.games_per_iteration, algo.group_size,
                              algo.dagger_rounds, seed)
     labelled = algo.dagger_rounds > 0
@@ -106,7 +107,7 @@ def build_text_envs(algo: Any, env_kwargs: dict[str, Any], seed: int,
     if part is not None:  # train.remote_steps refuses more workers than slots
         slots = [int(s) for s in np.array_split(np.arange(schedule.width), part[1])[part[0]]]
     envs = TextVectorEnv([_thunk(env_kwargs, games, table, schedule, algo, slot, labelled,
-                                 planner) for slot in slots], schedule, table)
+                                 planner) for slot in slots], schedule, table, planner)
     eval_env = text_env(env_kwargs, games, table, SeedSchedule(held, seed + EVAL_SEED_OFFSET),
                         algo, planner=planner)
     return envs, eval_env

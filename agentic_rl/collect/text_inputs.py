@@ -6,8 +6,9 @@ command, the Manager's subgoal, each admissible command) becomes a
 match buckets, so a vector env of them batches like any ``Dict`` env and the learner sees only
 integers (the table encodes the new texts of all envs together in its next forward pass).
 Which game each episode plays comes from a schedule (``collect.game_schedule``); with a planner
-the wrapper refreshes the text subgoal every ``period`` steps or as soon as the previous command
-was that subgoal ("reached").
+the wrapper refreshes the text subgoal every ``period`` steps or as soon as the planner says the
+last step reached it (``planner.reached``), handing it the episode's ``(command, feedback)``
+steps so far.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class TextInputs(gym.Wrapper):
         self.previous = self.subgoal = ""
         self.subgoal_age, self.game, self.episode, self.labelled = 0, 0, 0, False
         self.commands: list[str] = []
+        self.trajectory: list[tuple[str, str]] = []  # (command, feedback) with a planner
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self.game, self.episode, self.labelled = self.schedule.assign(self.slot, seed)
@@ -68,6 +70,7 @@ class TextInputs(gym.Wrapper):
         self.counts.clear()
         self.previous = self.subgoal = ""
         self.subgoal_age = 0
+        self.trajectory = []
         return self._inputs(obs, info), self._info(info)
 
     def step(self, action):
@@ -76,6 +79,8 @@ class TextInputs(gym.Wrapper):
         self.counts[command] += 1
         self.previous, self.subgoal_age = command, self.subgoal_age + 1
         obs, reward, terminated, truncated, info = self.env.step(index)
+        if self.planner is not None:
+            self.trajectory.append((command, obs["observation"]))
         return self._inputs(obs, info), reward, terminated, truncated, self._info(info)
 
     def _info(self, info: dict[str, Any]) -> dict[str, Any]:
@@ -107,8 +112,10 @@ class TextInputs(gym.Wrapper):
                 "labelled": np.int64(self.labelled)}
 
     def _refresh_subgoal(self, obs: dict[str, Any], info: dict[str, Any]) -> None:
-        reached = bool(self.subgoal) and self.previous == self.subgoal
+        reached = bool(self.trajectory) and self.planner.reached(self.subgoal,
+                                                                  *self.trajectory[-1])
         if not self.subgoal or reached or self.subgoal_age >= self.period:
             self.subgoal = self.planner.subgoal(obs["task"], obs["observation"],
-                                                obs["inventory"], self.commands, info)
+                                                obs["inventory"], self.commands, info,
+                                                self.trajectory)
             self.subgoal_age = 0

@@ -1,5 +1,5 @@
-"""Text-subgoal planners (SPEC A8): the environment's own plan, and any OpenAI-compatible chat
-endpoint (vLLM, llama.cpp, Ollama, ...).
+"""Text-subgoal planners (SPEC A8): the environment's own plan, any OpenAI-compatible chat
+endpoint (vLLM, llama.cpp, Ollama, ...), and the learned Manager (``plan.learned``).
 
 A planner sees what the agent sees (task, last feedback, inventory, admissible commands) plus
 the env's ``info`` and returns one line of text: the next subgoal. The Manager embeds it with the
@@ -12,7 +12,7 @@ import json
 import os
 import urllib.error
 import urllib.request
-from typing import Any, Protocol
+from typing import Any, Protocol, Sequence
 
 
 class Planner(Protocol):
@@ -21,10 +21,23 @@ class Planner(Protocol):
     needs_expert: bool  # True if it reads the env's expert (the env must compute it)
 
     def subgoal(self, task: str, observation: str, inventory: str, commands: list[str],
-                info: dict[str, Any]) -> str: ...
+                info: dict[str, Any], trajectory: Sequence[tuple[str, str]] = ()) -> str:
+        """The next subgoal; ``trajectory``: the episode's ``(command, feedback)`` steps."""
+        ...
+
+    def reached(self, subgoal: str, command: str, feedback: str) -> bool:
+        """Whether the step that issued ``command`` ends the current subgoal's period."""
+        ...
 
 
-class ExpertPlanPlanner:
+class CommandSubgoals:
+    """Planners whose subgoal is an admissible command: reached when it was issued."""
+
+    def reached(self, subgoal: str, command: str, feedback: str) -> bool:
+        return bool(subgoal) and command == subgoal
+
+
+class ExpertPlanPlanner(CommandSubgoals):
     """The environment's own plan: the expert's next command (``info["expert_command"]``).
 
     It reads the solution, so an agent using it is an oracle upper bound, never a test score.
@@ -33,7 +46,7 @@ class ExpertPlanPlanner:
     needs_expert = True
 
     def subgoal(self, task: str, observation: str, inventory: str, commands: list[str],
-                info: dict[str, Any]) -> str:
+                info: dict[str, Any], trajectory: Sequence[tuple[str, str]] = ()) -> str:
         return str(info.get("expert_command") or "look")
 
 
@@ -41,7 +54,7 @@ class PlannerError(RuntimeError):
     """The chat endpoint could not be reached or answered nonsense."""
 
 
-class ChatPlanner:
+class ChatPlanner(CommandSubgoals):
     """Client for an OpenAI-compatible ``/chat/completions`` endpoint.
 
     Args:
@@ -68,7 +81,7 @@ class ChatPlanner:
         return [{"role": "system", "content": self.SYSTEM}, {"role": "user", "content": user}]
 
     def subgoal(self, task: str, observation: str, inventory: str, commands: list[str],
-                info: dict[str, Any]) -> str:
+                info: dict[str, Any], trajectory: Sequence[tuple[str, str]] = ()) -> str:
         body = json.dumps({"model": self.model, "temperature": 0.0, "max_tokens": 64,
                            "messages": self.messages(task, observation, inventory, commands)})
         headers = {"Content-Type": "application/json"}
@@ -85,12 +98,20 @@ class ChatPlanner:
         return lines[0] if lines else "look"
 
 
-def build_planner(manager: Any) -> Planner | None:
-    """The planner a ``ManagerConfig`` asks for (None without a Manager)."""
+def build_planner(manager: Any, table: Any = None) -> Planner | None:
+    """The planner a ``ManagerConfig`` asks for (None without a Manager). The learned Manager
+    needs the text ``table`` its network reads embeddings from."""
     if manager is None:
         return None
     if manager.planner == "expert_plan":
         return ExpertPlanPlanner()
+    if manager.planner == "learned":
+        from agentic_rl.nets.text_manager import TextManager
+        from agentic_rl.plan.learned import LearnedTextManager
+
+        if table is None:
+            raise ValueError("the learned Manager needs the text table")
+        return LearnedTextManager(TextManager(table.dim, manager.hidden), table)
     if not manager.base_url or not manager.model:
         raise ValueError("algorithm.manager.planner=openai needs manager.base_url and "
                          "manager.model (an OpenAI-compatible endpoint)")

@@ -51,8 +51,9 @@ def evaluate_text_model(config: ExperimentConfig, path: str | Path, data: str | 
     folder = text_model_folder(path)
     games = [str(g) for g in list_games(split, data, config.environment.kwargs.get("task_types"))]
     count = min(episodes or len(games), len(games))
-    planner = build_planner(algo.manager)
-    env = text_env(dict(config.environment.kwargs), games, TextTable(shared_encoder(), lazy=True),
+    table = TextTable(shared_encoder(), lazy=True)
+    planner = build_planner(algo.manager, table)
+    env = text_env(dict(config.environment.kwargs), games, table,
                    SeedSchedule(list(range(count)), seed + EVAL_SEED_OFFSET), algo,
                    planner=planner)
     learner = TextOPD.from_config(config, env)

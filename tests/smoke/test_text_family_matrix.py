@@ -97,3 +97,23 @@ def test_init_from_starts_from_the_other_runs_learner(games_and_demos, tmp_path)
     started = load_file(latest_checkpoint(tmp_path / "rl") / "model.safetensors")
     policy = [key for key in source if ".policy." in key and "optimizer" not in key]
     assert policy and all((source[k] == started[k]).all() for k in policy)  # no update yet
+
+
+def test_a_learned_manager_trains_resumes_exactly_and_evaluates_without_an_expert(
+        games_and_demos, tmp_path):
+    from agentic_rl.train.text_eval import evaluate_text_model
+
+    manager = {"manager": {"planner": "learned", "period": 4, "hidden": 16}}
+    config = text_config(games_and_demos, steps=144, algorithm=manager)
+    train(config, tmp_path / "a", show_progress=False)
+    train(text_config(games_and_demos, steps=72, algorithm=manager), tmp_path / "b",
+          show_progress=False)
+    train(config, tmp_path / "b", resume=True, show_progress=False)
+    assert_same_final_weights(tmp_path / "a", tmp_path / "b")
+    final = load_file(latest_checkpoint(tmp_path / "a") / "model.safetensors")
+    assert any(".manager.net." in key for key in final)
+    accuracy = read_metrics(tmp_path / "a" / "metrics.csv")["train/manager_accuracy"]
+    assert len(accuracy) > 0
+    report = evaluate_text_model(config, latest_checkpoint(tmp_path / "a"),
+                                 games_and_demos[0], episodes=2)
+    assert report["oracle"] is False and report["episodes"] == 2

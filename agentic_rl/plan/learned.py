@@ -1,0 +1,125 @@
+"""The learned text Manager as a planner: it picks one of the episode's templated candidate
+subgoals (``plan.text_subgoals``) with a :class:`~agentic_rl.nets.text_manager.TextManager`,
+reading only what the agent sees (the task and inventory texts and its own past commands with
+their feedback): no expert, plan or planner is computed. Also the imitation data: the
+decisions a perfect Manager makes in expert demonstrations."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from agentic_rl.data.text_table import TextTable
+from agentic_rl.nets.text_manager import TextManager
+from agentic_rl.plan.text_subgoals import (ManagerInputs, completed, decision_points,
+                                           hindsight_subgoals, manager_inputs)
+
+
+@dataclasses.dataclass
+class Decisions:
+    """B Manager decisions as text-table row ids (K: the most candidates of any).
+
+    Attributes:
+        heads: ``[B, 3]`` task, inventory and last completed subgoal rows.
+        candidates: ``[B, K]`` candidate rows (0-padded).
+        counts: ``[B, K]`` completions of each candidate so far.
+        total: ``[B]`` completions so far.
+        mask: bool ``[B, K]``, True on real candidates.
+    """
+
+    heads: torch.Tensor
+    candidates: torch.Tensor
+    counts: torch.Tensor
+    total: torch.Tensor
+    mask: torch.Tensor
+
+    def __len__(self) -> int:
+        return int(self.total.shape[0])
+
+    def rows(self, index: torch.Tensor) -> "Decisions":
+        return Decisions(*(getattr(self, f.name)[index] for f in dataclasses.fields(self)))
+
+
+def decisions(table: TextTable, tasks: Sequence[str], inventories: Sequence[str],
+              inputs: Sequence[ManagerInputs]) -> Decisions:
+    """Row ids of B decisions (texts the table has not seen are added)."""
+    width = max(len(x.candidates) for x in inputs)
+    count = len(inputs)
+    out = Decisions(torch.zeros(count, 3, dtype=torch.int64),
+                    torch.zeros(count, width, dtype=torch.int64),
+                    torch.zeros(count, width, dtype=torch.int64),
+                    torch.tensor([x.total for x in inputs], dtype=torch.int64),
+                    torch.zeros(count, width, dtype=torch.bool))
+    for b, (task, inventory, x) in enumerate(zip(tasks, inventories, inputs)):
+        row = torch.from_numpy(table.ids([task, inventory, x.last, *x.candidates]))
+        k = len(x.candidates)
+        out.heads[b], out.candidates[b, :k] = row[:3], row[3:]
+        out.counts[b, :k] = torch.tensor(x.counts, dtype=torch.int64)
+        out.mask[b, :k] = True
+    return out
+
+
+def manager_logits(net: TextManager, embeddings: torch.Tensor, batch: Decisions
+                   ) -> torch.Tensor:
+    """``[B, K]`` logits of B decisions; ``embeddings``: the table's ``[V, D]`` tensor."""
+    return net(embeddings[batch.heads[:, 0]], embeddings[batch.heads[:, 1]],
+               embeddings[batch.heads[:, 2]], embeddings[batch.candidates], batch.counts,
+               batch.total, batch.mask)
+
+
+def label_demos(table: TextTable, episodes: Sequence[Any]) -> tuple[Decisions, torch.Tensor]:
+    """Imitation data of a perfect Manager from successful demonstrations (``TextEpisode``).
+
+    Sets each episode's ``subgoal`` to its hindsight subgoals (the next subgoal it completes,
+    what the Worker imitates under) and returns the Manager's decisions with the index of the
+    subgoal completed next (``[B]``). The last step's feedback is not stored; it won the game,
+    so it counts as done.
+    """
+    tasks, inventories, inputs, labels = [], [], [], []
+    texts = table.texts
+    for episode in episodes:
+        task = texts[episode.task]
+        steps = np.arange(len(episode))
+        commands = [texts[int(c)] for c in episode.commands[steps, episode.action]]
+        feedbacks = [texts[int(o)] for o in episode.observation[1:]] + [""]
+        episode.subgoal = table.ids(hindsight_subgoals(commands, feedbacks))
+        for step, x, label in decision_points(task, commands, feedbacks):
+            tasks.append(task)
+            inventories.append(texts[int(episode.inventory[step])])
+            inputs.append(x)
+            labels.append(label)
+    if not labels:
+        raise ValueError("no demonstration completes a templated subgoal: the learned Manager "
+                         "has nothing to imitate")
+    return decisions(table, tasks, inventories, inputs), torch.tensor(labels)
+
+
+class LearnedTextManager:
+    """Planner over templated subgoals, scored by a shared ``net`` (the learner trains it).
+
+    A new subgoal is chosen at the episode's start, after every step that completes *any*
+    candidate subgoal (the Manager's inputs changed) and every ``period`` steps; greedily.
+
+    Args:
+        net: the Manager network.
+        table: the text table (embeddings of task, inventory and candidate texts).
+    """
+
+    needs_expert = False
+
+    def __init__(self, net: TextManager, table: TextTable) -> None:
+        self.net, self.table = net, table
+
+    def reached(self, subgoal: str, command: str, feedback: str) -> bool:
+        return completed(command, feedback) is not None
+
+    @torch.no_grad()
+    def subgoal(self, task: str, observation: str, inventory: str, commands: list[str],
+                info: dict[str, Any], trajectory: Sequence[tuple[str, str]] = ()) -> str:
+        inputs = manager_inputs(task, trajectory)
+        batch = decisions(self.table, [task], [inventory], [inputs])
+        logits = manager_logits(self.net, self.table.tensor(), batch)
+        return inputs.candidates[int(logits[0].argmax())]

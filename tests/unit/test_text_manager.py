@@ -1,0 +1,140 @@
+"""The learned text Manager: templated subgoals from task texts, completion from commands and
+feedback, the imitation labels cut from a demonstration (checked by hand), and the planner
+choosing what its network learned."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+import torch
+
+from agentic_rl.algos.text_manager import LearnedManagerTrainer
+from agentic_rl.algos.text_opd import ManagerConfig
+from agentic_rl.data.text_episodes import text_episode
+from agentic_rl.data.text_table import TextTable
+from agentic_rl.nets.text_manager import TextManager
+from agentic_rl.plan import build_planner
+from agentic_rl.plan.learned import LearnedTextManager
+from agentic_rl.plan.text_subgoals import (abstract_command, completed, decision_points,
+                                           hindsight_subgoals, manager_inputs,
+                                           template_subgoals, task_words)
+
+
+class _HashEncoder:
+    """Distinct pseudo-random unit vectors per text (a stand-in for MiniLM)."""
+
+    dim = 16
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        out = []
+        for text in texts:
+            seed = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+            vector = np.random.default_rng(seed).standard_normal(self.dim)
+            out.append(vector / np.linalg.norm(vector))
+        return np.asarray(out, np.float32)
+
+
+TASK = "find two newspaper and put them in sofa."
+# a pick-two demonstration: (command, the feedback it got)
+DEMO = [("go to sidetable 1", "You arrive at sidetable 1."),
+        ("take newspaper 1 from sidetable 1", "You pick up the newspaper 1."),
+        ("go to sofa 1", "You arrive at sofa 1."),
+        ("move newspaper 1 to sofa 1", "You move the newspaper 1 to the sofa 1."),
+        ("take pen 1 from sofa 1", "Nothing happens."),
+        ("go to drawer 1", "You arrive at drawer 1."),
+        ("take newspaper 2 from drawer 1", "You pick up the newspaper 2."),
+        ("go to sofa 1", "You arrive at sofa 1."),
+        ("move newspaper 2 to sofa 1", "")]
+
+
+def test_commands_become_subgoals_without_numbers_or_places():
+    assert abstract_command("take apple 1 from countertop 2") == "take apple"
+    assert abstract_command("move apple 1 to fridge 1") == "put apple in fridge"
+    assert abstract_command("heat egg 2 with microwave 1") == "heat egg with microwave"
+    assert abstract_command("clean mug 1 with sinkbasin 1") == "clean mug with sinkbasin"
+    assert abstract_command("use desklamp 1") == "use desklamp"
+    for command in ("go to fridge 1", "open drawer 1", "look", "inventory",
+                    "examine sidetable 1"):
+        assert abstract_command(command) is None
+    assert completed("take pen 1 from sofa 1", "Nothing happens.") is None
+    assert completed("take pen 1 from sofa 1", "You pick up the pen 1.") == "take pen"
+
+
+def test_candidates_are_templates_over_the_task_words():
+    assert task_words("put a clean apple in fridge.") == ["apple", "fridge"]
+    assert task_words("look at pillow under the desklamp.") == ["pillow", "desklamp"]
+    candidates = template_subgoals("put a clean apple in fridge.")
+    assert candidates == ["take apple", "take fridge", "put apple in fridge",
+                          "put fridge in apple", "heat apple with microwave",
+                          "heat fridge with microwave", "cool apple with fridge",
+                          "cool fridge with fridge", "clean apple with sinkbasin",
+                          "clean fridge with sinkbasin", "use apple", "use fridge"]
+
+
+def test_hindsight_subgoals_are_the_next_completed_subgoal():
+    commands, feedbacks = zip(*DEMO)
+    assert hindsight_subgoals(commands, feedbacks) == (
+        ["take newspaper"] * 2 + ["put newspaper in sofa"] * 2 + ["take newspaper"] * 3
+        + ["put newspaper in sofa"] * 2)
+
+
+def test_decisions_count_completions_and_label_the_next_one():
+    commands, feedbacks = zip(*DEMO)
+    examples = decision_points(TASK, commands, feedbacks)
+    assert [step for step, _, _ in examples] == [0, 2, 4, 7]  # start, after each completion
+    chosen = [inputs.candidates[label] for _, inputs, label in examples]
+    assert chosen == ["take newspaper", "put newspaper in sofa", "take newspaper",
+                      "put newspaper in sofa"]
+    third = examples[2][1]
+    assert third.total == 2 and third.last == "put newspaper in sofa"
+    assert third.counts[third.candidates.index("take newspaper")] == 1
+    assert third.counts[third.candidates.index("put newspaper in sofa")] == 1
+    # the failed "take pen" completed nothing; a completed subgoal naming a task word but off
+    # the templates joins the candidates
+    after = manager_inputs(TASK, [("move pen 1 to sofa 1", "You move the pen 1.")])
+    assert after.candidates[-1] == "put pen in sofa" and after.counts[-1] == 1
+
+
+def _demo_episode(table: TextTable, steps=DEMO, task: str = TASK):
+    commands = [c for c, _ in steps]
+    observations = ["You are in a room."] + [f for _, f in steps[:-1]]
+    lists = [[c, "look"] for c in commands]
+    return text_episode(table, task, observations, ["You carry nothing."] * len(steps), lists,
+                        [0] * len(steps), np.zeros(len(steps)), terminated=True, success=True)
+
+
+def test_the_manager_learns_the_demonstrated_sequence_and_the_planner_follows_it():
+    torch.manual_seed(0)
+    table = TextTable(_HashEncoder())
+    episode = _demo_episode(table)
+    planner = build_planner(ManagerConfig(planner="learned", hidden=32), table)
+    assert isinstance(planner, LearnedTextManager) and not planner.needs_expert
+    trainer = LearnedManagerTrainer(planner.net, table, lr=3e-3)
+    trainer.set_demos([episode])
+    assert [table.texts[i] for i in episode.subgoal] == hindsight_subgoals(*zip(*DEMO))
+    generator = torch.Generator().manual_seed(0)
+    first = trainer.imitation_step(generator)
+    for _ in range(150):
+        last = trainer.imitation_step(generator)
+    assert last["losses/manager_imitation"] < 0.1 * first["losses/manager_imitation"]
+    assert last["train/manager_accuracy"] == 1.0
+    # the planner replays the sequence from the trajectory alone
+    assert planner.subgoal(TASK, "", "You carry nothing.", [], {}, DEMO[:2]) \
+        == "put newspaper in sofa"
+    assert planner.subgoal(TASK, "", "You carry nothing.", [], {}, DEMO[:5]) == "take newspaper"
+    assert planner.reached("take newspaper", *DEMO[1])
+    assert not planner.reached("take newspaper", *DEMO[4])  # nothing happened
+    # the learner saves and restores the network
+    copy = LearnedManagerTrainer(TextManager(table.dim, 32), table, lr=3e-3)
+    copy.load_state_dict(trainer.state_dict())
+    for key, value in trainer.net.state_dict().items():
+        assert torch.equal(copy.net.state_dict()[key], value)
+
+
+def test_manager_config_refuses_a_width_without_a_network():
+    with pytest.raises(ValueError, match="no network"):
+        ManagerConfig(planner="expert_plan", hidden=64)
+    with pytest.raises(ValueError, match="text table"):
+        build_planner(ManagerConfig(planner="learned"))

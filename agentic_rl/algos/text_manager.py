@@ -1,6 +1,10 @@
 """Training of the learned text Manager (``manager.planner: learned``): imitation of the subgoal
 a perfect Manager would have chosen at each decision of the expert demonstrations
-(``plan.learned.label_demos``), one minibatch per imitation step of the Worker."""
+(``plan.learned.label_demos``), one minibatch per imitation step of the Worker; then, with
+``manager.rl: group``, a clipped policy-gradient step on its own decisions in each batch of
+rollouts, every decision weighted by its episode's return (the env reward summed over all its
+periods) minus the mean return of the episodes of the same game, with the imitation term kept
+at the Worker's ``opd_alpha``."""
 
 from __future__ import annotations
 
@@ -9,10 +13,13 @@ from typing import Any, Sequence
 import torch
 from torch import nn
 
-from agentic_rl.algos.text_losses import command_cross_entropy
+import numpy as np
+
+from agentic_rl.algos.hgpo_losses import ppo_policy_loss
+from agentic_rl.algos.text_losses import command_cross_entropy, group_advantages
 from agentic_rl.data.text_table import TextTable
 from agentic_rl.nets.text_manager import TextManager
-from agentic_rl.plan.learned import Decisions, label_demos, manager_logits
+from agentic_rl.plan.learned import Decisions, episode_decisions, label_demos, manager_logits
 
 MANAGER_BATCH = 64
 MAX_GRAD_NORM = 1.0
@@ -47,14 +54,49 @@ class LearnedManagerTrainer:
         """One Adam step on ``MANAGER_BATCH`` decisions drawn with ``generator``."""
         if self.decisions is None:
             return {}
+        loss, accuracy = self._imitation(generator)
+        self._step(loss)
+        return {"losses/manager_imitation": float(loss.detach()),
+                "train/manager_accuracy": float(accuracy)}
+
+    def _imitation(self, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         pick = torch.randint(len(self.labels), (MANAGER_BATCH,), generator=generator)
-        loss, accuracy = self.loss(self.decisions.rows(pick), self.labels[pick])
+        return self.loss(self.decisions.rows(pick), self.labels[pick])
+
+    def _step(self, loss: torch.Tensor) -> None:
         self.optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(self.net.parameters(), MAX_GRAD_NORM)
         self.optimizer.step()
-        return {"losses/manager_imitation": float(loss.detach()),
-                "train/manager_accuracy": float(accuracy)}
+
+    def _log_probs(self, batch: Decisions, chosen: torch.Tensor) -> torch.Tensor:
+        logits = manager_logits(self.net, self.table.tensor(), batch)
+        return torch.log_softmax(logits, -1).gather(-1, chosen[:, None]).squeeze(-1)
+
+    def group_update(self, episodes: Sequence[Any], period: int, alpha: float, epochs: int,
+                     clip_range: float, generator: torch.Generator) -> dict[str, float]:
+        """``epochs`` clipped policy-gradient steps on the Manager's decisions in one batch of
+        rollouts (``TextEpisode`` with ``group_size`` episodes per game), plus ``alpha`` x the
+        imitation loss."""
+        found = episode_decisions(self.table, episodes, period)
+        if found is None:
+            return {}
+        batch, chosen, owner = found
+        returns = np.asarray([float(e.reward.sum()) for e in episodes])
+        games = np.unique([e.game for e in episodes], return_inverse=True)[1]
+        advantages = torch.from_numpy(group_advantages(returns, games)[0])[owner]
+        with torch.no_grad():
+            old = self._log_probs(batch, chosen)
+        sums = {"losses/manager_policy_loss": 0.0, "train/manager_approx_kl": 0.0}
+        for _ in range(epochs):
+            loss, kl, _ = ppo_policy_loss(self._log_probs(batch, chosen), old, advantages,
+                                          clip_range)
+            sums["losses/manager_policy_loss"] += float(loss.detach()) / epochs
+            sums["train/manager_approx_kl"] += float(kl) / epochs
+            if alpha > 0 and self.decisions is not None:
+                loss = loss + alpha * self._imitation(generator)[0]
+            self._step(loss)
+        return {**sums, "train/manager_decisions": float(len(chosen))}
 
     def state_dict(self) -> dict[str, Any]:
         return {"net": self.net.state_dict(), "optimizer": self.optimizer.state_dict()}

@@ -300,6 +300,9 @@ class TextOPD:
                 count += 1
         self.updates += 1
         out = {key: value / max(count, 1) for key, value in sums.items()}
+        if self.manager is not None and c.manager.rl == "group":
+            out |= self.manager.group_update(episodes, c.manager.period, alpha, c.n_epochs,
+                                             c.clip_range, self.generator)
         out["train/opd_alpha"] = alpha
         out["train/advantage_abs_mean"] = float(np.abs(advantages).mean())
         return out

@@ -21,6 +21,10 @@ class ManagerConfig(BaseModel):
         "imitation of the demonstrations' subgoal sequence")
     period: int = Field(5, ge=1)
     hidden: int = Field(128, ge=8, description="learned Manager: width of its scoring layers")
+    rl: Literal["none", "group"] = Field(
+        "group", description="learned Manager: after imitation, also a group policy-gradient "
+        "step on its own (sampled) decisions per batch of rollouts; none: imitation only, "
+        "greedy in training too")
     base_url: str | None = None
     model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
@@ -28,9 +32,10 @@ class ManagerConfig(BaseModel):
 
     @model_validator(mode="after")
     def _endpoint_given(self) -> "ManagerConfig":
-        if self.planner != "learned" and "hidden" in self.model_fields_set:
-            raise ValueError("manager.hidden sizes the learned Manager; planner "
-                             f"{self.planner!r} has no network")
+        unread = {"hidden", "rl"} & self.model_fields_set
+        if self.planner != "learned" and unread:
+            raise ValueError(f"manager.{sorted(unread)[0]} is a key of the learned Manager; "
+                             f"planner {self.planner!r} has no network")
         if self.planner == "openai" and not (self.base_url and self.model):
             raise ValueError("planner 'openai' needs base_url and model (an OpenAI-compatible "
                              "chat endpoint, e.g. base_url: http://localhost:8000/v1)")

@@ -100,6 +100,9 @@ def build_text_envs(algo: Any, env_kwargs: dict[str, Any], seed: int,
                                          demo_games(algo.prototype_data_path))
     table = TextTable(shared_encoder(), lazy=True)
     planner = build_planner(algo.manager, table)
+    explorer = planner  # the training envs sample a learned Manager's subgoals (its RL)
+    if getattr(algo.manager, "planner", None) == "learned" and algo.manager.rl != "none":
+        explorer = planner.sampling(seed)
     schedule = GroupSchedule(train_ids, algo.games_per_iteration, algo.group_size,
                              algo.dagger_rounds, seed)
     labelled = algo.dagger_rounds > 0
@@ -107,7 +110,7 @@ def build_text_envs(algo: Any, env_kwargs: dict[str, Any], seed: int,
     if part is not None:  # train.remote_steps refuses more workers than slots
         slots = [int(s) for s in np.array_split(np.arange(schedule.width), part[1])[part[0]]]
     envs = TextVectorEnv([_thunk(env_kwargs, games, table, schedule, algo, slot, labelled,
-                                 planner) for slot in slots], schedule, table, planner)
+                                 explorer) for slot in slots], schedule, table, explorer)
     eval_env = text_env(env_kwargs, games, table, SeedSchedule(held, seed + EVAL_SEED_OFFSET),
                         algo, planner=planner)
     return envs, eval_env

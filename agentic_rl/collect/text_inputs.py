@@ -115,7 +115,8 @@ class TextInputs(gym.Wrapper):
         reached = bool(self.trajectory) and self.planner.reached(self.subgoal,
                                                                   *self.trajectory[-1])
         if not self.subgoal or reached or self.subgoal_age >= self.period:
+            where = {**info, "slot": self.slot, "episode": self.episode}
             self.subgoal = self.planner.subgoal(obs["task"], obs["observation"],
-                                                obs["inventory"], self.commands, info,
+                                                obs["inventory"], self.commands, where,
                                                 self.trajectory)
             self.subgoal_age = 0

@@ -15,7 +15,7 @@ import torch
 from agentic_rl.data.text_table import TextTable
 from agentic_rl.nets.text_manager import TextManager
 from agentic_rl.plan.text_subgoals import (ManagerInputs, completed, decision_points,
-                                           hindsight_subgoals, manager_inputs)
+                                           decision_steps, hindsight_subgoals, manager_inputs)
 
 
 @dataclasses.dataclass
@@ -97,21 +97,60 @@ def label_demos(table: TextTable, episodes: Sequence[Any]) -> tuple[Decisions, t
     return decisions(table, tasks, inventories, inputs), torch.tensor(labels)
 
 
+def episode_decisions(table: TextTable, episodes: Sequence[Any], period: int
+                      ) -> tuple[Decisions, torch.Tensor, torch.Tensor] | None:
+    """The Manager's decisions in rollout episodes (``TextEpisode``), rebuilt from what each
+    episode stored: its commands, their feedback and the subgoal in force at every step.
+
+    Returns:
+        ``(decisions, chosen [B], episode [B])``: the inputs of every decision, the index of
+        the subgoal chosen among its candidates, and which episode it belongs to; None if no
+        episode holds a decision.
+    """
+    tasks, inventories, inputs, chosen, owner = [], [], [], [], []
+    texts = table.texts
+    for e, episode in enumerate(episodes):
+        task, steps = texts[episode.task], np.arange(len(episode))
+        commands = [texts[int(c)] for c in episode.commands[steps, episode.action]]
+        feedbacks = [texts[int(o)] for o in episode.observation[1:]] + [""]
+        for step in decision_steps(commands, feedbacks, period):
+            x = manager_inputs(task, zip(commands[:step], feedbacks[:step]))
+            subgoal = texts[int(episode.subgoal[step])]
+            if subgoal in x.candidates:
+                tasks.append(task)
+                inventories.append(texts[int(episode.inventory[step])])
+                inputs.append(x)
+                chosen.append(x.candidates.index(subgoal))
+                owner.append(e)
+    if not chosen:
+        return None
+    return (decisions(table, tasks, inventories, inputs), torch.tensor(chosen),
+            torch.tensor(owner))
+
+
 class LearnedTextManager:
     """Planner over templated subgoals, scored by a shared ``net`` (the learner trains it).
 
     A new subgoal is chosen at the episode's start, after every step that completes *any*
-    candidate subgoal (the Manager's inputs changed) and every ``period`` steps; greedily.
+    candidate subgoal (the Manager's inputs changed) and every ``period`` steps: greedily, or
+    sampled from the network's softmax when built with a ``seed`` (training envs). A sample
+    depends only on the seed, the env slot, its episode number and the step, so a resumed run
+    draws the same subgoals.
 
     Args:
         net: the Manager network.
         table: the text table (embeddings of task, inventory and candidate texts).
+        seed: sample with this seed (None: argmax).
     """
 
     needs_expert = False
 
-    def __init__(self, net: TextManager, table: TextTable) -> None:
-        self.net, self.table = net, table
+    def __init__(self, net: TextManager, table: TextTable, seed: int | None = None) -> None:
+        self.net, self.table, self.seed = net, table, seed
+
+    def sampling(self, seed: int) -> "LearnedTextManager":
+        """The same Manager, sampling its subgoals (for the training envs)."""
+        return LearnedTextManager(self.net, self.table, seed)
 
     def reached(self, subgoal: str, command: str, feedback: str) -> bool:
         return completed(command, feedback) is not None
@@ -120,6 +159,12 @@ class LearnedTextManager:
     def subgoal(self, task: str, observation: str, inventory: str, commands: list[str],
                 info: dict[str, Any], trajectory: Sequence[tuple[str, str]] = ()) -> str:
         inputs = manager_inputs(task, trajectory)
+        if not inputs.candidates:  # a task text without content words
+            return ""
         batch = decisions(self.table, [task], [inventory], [inputs])
-        logits = manager_logits(self.net, self.table.tensor(), batch)
-        return inputs.candidates[int(logits[0].argmax())]
+        logits = manager_logits(self.net, self.table.tensor(), batch)[0]
+        if self.seed is None:
+            return inputs.candidates[int(logits.argmax())]
+        key = [self.seed, int(info.get("slot", 0)), int(info.get("episode", 0)), len(trajectory)]
+        probs = torch.softmax(logits.double(), -1).numpy()
+        return inputs.candidates[int(np.random.default_rng(key).choice(len(probs), p=probs))]

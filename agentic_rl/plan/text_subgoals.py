@@ -127,3 +127,21 @@ def decision_points(task: str, commands: Sequence[str], feedbacks: Sequence[str]
         if upcoming[step] in inputs.candidates:
             examples.append((step, inputs, inputs.candidates.index(upcoming[step])))
     return examples
+
+
+def decision_steps(commands: Sequence[str], feedbacks: Sequence[str], period: int) -> list[int]:
+    """The steps at which a templated-subgoal Manager chose (``collect.text_inputs``'s rule
+    with ``LearnedTextManager.reached``): the first step, every step after one that completed
+    a subgoal, and every step ``period`` steps after the last choice.
+
+    Args:
+        commands, feedbacks: the episode's L steps (feedback: the observation that answered).
+        period: the Manager's period.
+    """
+    steps, age = [0], 0
+    for t in range(1, len(commands)):
+        age += 1
+        if completed(commands[t - 1], feedbacks[t - 1]) is not None or age >= period:
+            steps.append(t)
+            age = 0
+    return steps

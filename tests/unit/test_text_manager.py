@@ -16,8 +16,9 @@ from agentic_rl.data.text_episodes import text_episode
 from agentic_rl.data.text_table import TextTable
 from agentic_rl.nets.text_manager import TextManager
 from agentic_rl.plan import build_planner
-from agentic_rl.plan.learned import LearnedTextManager
+from agentic_rl.plan.learned import LearnedTextManager, episode_decisions, manager_logits
 from agentic_rl.plan.text_subgoals import (abstract_command, completed, decision_points,
+                                           decision_steps,
                                            hindsight_subgoals, manager_inputs,
                                            template_subgoals, task_words)
 
@@ -138,3 +139,55 @@ def test_manager_config_refuses_a_width_without_a_network():
         ManagerConfig(planner="expert_plan", hidden=64)
     with pytest.raises(ValueError, match="text table"):
         build_planner(ManagerConfig(planner="learned"))
+
+
+def test_decision_steps_follow_completions_and_the_period():
+    commands, feedbacks = zip(*DEMO)
+    # completions at steps 1, 3 and 6 (step 4 answered "Nothing happens")
+    assert decision_steps(commands, feedbacks, period=10) == [0, 2, 4, 7]
+    assert decision_steps(commands, feedbacks, period=2) == [0, 2, 4, 6, 7]
+
+
+def _rollout(table: TextTable, subgoal: str, reward: float, game: str):
+    episode = _demo_episode(table, DEMO[:2])
+    episode.subgoal = table.ids([subgoal, subgoal])
+    episode.reward = np.asarray([0.0, reward], np.float32)
+    episode.game = game
+    return episode
+
+
+def test_group_update_moves_the_manager_toward_the_rewarded_choice():
+    torch.manual_seed(0)
+    table = TextTable(_HashEncoder())
+    planner = build_planner(ManagerConfig(planner="learned", hidden=32), table)
+    trainer = LearnedManagerTrainer(planner.net, table, lr=1e-2)
+    # two episodes of one game: one Manager chose "take newspaper" and won, one chose
+    # "use sofa" and lost; a third game whose two episodes tie teaches nothing
+    episodes = [_rollout(table, "take newspaper", 1.0, "g"), _rollout(table, "use sofa", 0.0, "g"),
+                _rollout(table, "use sofa", 1.0, "h"), _rollout(table, "use sofa", 1.0, "h")]
+    batch, chosen, owner = episode_decisions(table, episodes, period=10)
+    assert owner.tolist() == [0, 1, 2, 3]  # one decision each (step 0; none after step 1)
+    inputs = manager_inputs(TASK, [])
+    assert [inputs.candidates[i] for i in chosen] == ["take newspaper"] + ["use sofa"] * 3
+
+    @torch.no_grad()
+    def preference() -> float:
+        logits = manager_logits(planner.net, table.tensor(), batch.rows(torch.tensor([0])))[0]
+        return float(logits[chosen[0]] - logits[chosen[1]])
+
+    before = preference()
+    metrics = trainer.group_update(episodes, period=10, alpha=0.0, epochs=4, clip_range=0.2,
+                                   generator=torch.Generator().manual_seed(0))
+    assert metrics["train/manager_decisions"] == 4
+    assert preference() > before + 0.05
+
+
+def test_a_sampling_manager_draws_per_episode_and_reproducibly():
+    table = TextTable(_HashEncoder())
+    greedy = build_planner(ManagerConfig(planner="learned", hidden=32), table)
+    sampler = greedy.sampling(seed=3)
+    assert sampler.net is greedy.net
+    draws = [sampler.subgoal(TASK, "", "", [], {"slot": 0, "episode": e}) for e in range(40)]
+    again = [sampler.subgoal(TASK, "", "", [], {"slot": 0, "episode": e}) for e in range(40)]
+    assert draws == again and len(set(draws)) > 3  # an untrained Manager spreads its choices
+    assert len({greedy.subgoal(TASK, "", "", [], {"episode": e}) for e in range(5)}) == 1

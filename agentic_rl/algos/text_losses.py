@@ -122,3 +122,23 @@ def gae_episode(episode: TextEpisode, gamma: float, lam: float) -> tuple[np.ndar
         running = delta + gamma * lam * running
         advantages[t] = running
     return advantages, advantages + episode.value
+
+
+def success_shaping(potential: np.ndarray, ends_period: np.ndarray,
+                    period_succeeds: np.ndarray) -> np.ndarray:
+    """Intrinsic reward from a subgoal-success predictor: the change in the predicted chance of
+    finishing the current subgoal, ``r[t] = V[t+1] - P[t]`` with ``V[t+1] = P[t+1]`` inside a
+    Manager period and the outcome (1 done, 0 not) at its last step, so a period's rewards sum
+    to its outcome minus the chance predicted at its start (potential-based shaping).
+
+    Args:
+        potential: ``[L]`` predicted chance at each step.
+        ends_period, period_succeeds: ``[L]`` bool (``plan.text_subgoals.period_outcomes``).
+
+    Returns:
+        float32 ``[L]``.
+    """
+    potential = np.asarray(potential, np.float64)
+    following = np.append(potential[1:], 0.0)
+    value = np.where(ends_period, np.asarray(period_succeeds, np.float64), following)
+    return (value - potential).astype(np.float32)

@@ -16,10 +16,13 @@ from torch import nn
 import numpy as np
 
 from agentic_rl.algos.hgpo_losses import ppo_policy_loss
-from agentic_rl.algos.text_losses import command_cross_entropy, group_advantages
+from agentic_rl.algos.text_losses import (command_cross_entropy, group_advantages,
+                                          success_shaping)
 from agentic_rl.data.text_table import TextTable
 from agentic_rl.nets.text_manager import TextManager
-from agentic_rl.plan.learned import Decisions, episode_decisions, label_demos, manager_logits
+from agentic_rl.plan.learned import (Decisions, episode_decisions, episode_texts, label_demos,
+                                     manager_logits)
+from agentic_rl.plan.text_subgoals import period_outcomes
 
 MANAGER_BATCH = 64
 MAX_GRAD_NORM = 1.0
@@ -105,3 +108,29 @@ class LearnedManagerTrainer:
         self.net.load_state_dict(state["net"])
         if "optimizer" in state:
             self.optimizer.load_state_dict(state["optimizer"])
+
+
+def success_rewards(texts: Sequence[str], episodes: Sequence[Any], chance: np.ndarray,
+                    period: int, coef: float) -> tuple[list[np.ndarray], np.ndarray]:
+    """The Worker's rewards with the success predictor's intrinsic term, and its labels.
+
+    Args:
+        texts: the text table's texts.
+        episodes: E ``TextEpisode`` of the learned Manager's runs.
+        chance: ``[E, T]`` predicted chance that each step's subgoal is finished in its period.
+        period: the Manager's period.
+        coef: weight of the intrinsic term (``algorithm.success_predictor``).
+
+    Returns:
+        ``(rewards, labels)``: per episode, ``reward + coef * success_shaping(...)``; and every
+        step's label ``[S]`` (its period ends with its subgoal done), episodes in order.
+    """
+    rewards, labels = [], []
+    for i, episode in enumerate(episodes):
+        commands, feedbacks = episode_texts(texts, episode)
+        subgoals = [texts[int(g)] for g in episode.subgoal]
+        ends, succeeds = period_outcomes(commands, feedbacks, subgoals, period)
+        bonus = success_shaping(chance[i, : len(episode)], np.asarray(ends), np.asarray(succeeds))
+        rewards.append(episode.reward + coef * bonus)
+        labels.append(np.asarray(succeeds, np.float32))
+    return rewards, np.concatenate(labels)

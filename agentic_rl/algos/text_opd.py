@@ -18,6 +18,7 @@ The clipped surrogate is used for both on-policy terms so a batch can be reused 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ from agentic_rl.algos.base import ActMode, check_mode, check_own_action
 from agentic_rl.algos.hgpo_losses import ppo_policy_loss, value_loss
 from agentic_rl.algos.spaces import resolve_device
 from agentic_rl.algos.schedule import value_at
-from agentic_rl.algos.text_manager import LearnedManagerTrainer
+from agentic_rl.algos.text_manager import LearnedManagerTrainer, success_rewards
 from agentic_rl.algos.text_losses import (
     command_cross_entropy,
     context_groups,
@@ -69,7 +70,8 @@ class TextOPD:
         self.config, self.table, self.generator = config, table, generator
         self.device = torch.device(device)
         self.policy = TextPolicy(table.dim, config.hidden, config.memory,
-                                 subgoal=config.manager is not None).to(self.device)
+                                 subgoal=config.manager is not None,
+                                 success_head=config.success_predictor > 0).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr)
         # the learned Manager stays on the CPU: the envs' planner runs the same object
         self.manager = LearnedManagerTrainer(manager, table, config.lr) if manager else None
@@ -204,14 +206,26 @@ class TextOPD:
 
     # ------------------------------------------------------------------ losses
     def _step_log_probs(self, batch: dict[str, torch.Tensor]):
-        logits, values, _ = self.policy(self.embeddings(), batch)
+        """``(success logits or None, chosen log-probs, values, entropies)`` of real steps."""
+        success = self.policy.success_mlp is not None
+        logits, values, _, *head = self.policy(self.embeddings(), batch, success=success)
         mask = batch["step_mask"]
         logits, values = logits[mask], values[mask]
         log_prob = torch.log_softmax(logits, -1)
         chosen = log_prob.gather(-1, batch["action"][mask].unsqueeze(-1)).squeeze(-1)
         probs = log_prob.exp()
         entropy = -(probs * log_prob.masked_fill(probs == 0, 0.0)).sum(-1)
-        return logits, chosen, values, entropy
+        return (head[0][mask] if head else None), chosen, values, entropy
+
+    @torch.no_grad()
+    def success_signals(self, episodes: list[TextEpisode]
+                        ) -> tuple[list[np.ndarray], np.ndarray]:
+        """Shaped rewards and success labels (``text_manager.success_rewards``) from the
+        predictor's chances on every step of ``episodes``."""
+        batch = self._to_device(collate(episodes, self._subgoals()))
+        chance = torch.sigmoid(self.policy(self.embeddings(), batch, success=True)[3]).cpu()
+        return success_rewards(self.table.texts, episodes, chance.numpy(),
+                               self.config.manager.period, self.config.success_predictor)
 
     def distill_loss(self, prototypes: list[TextEpisode]) -> torch.Tensor:
         """Cross-entropy toward the prototype commands of a batch of episodes."""
@@ -221,9 +235,13 @@ class TextOPD:
         return command_cross_entropy(logits[mask], batch["action"][mask],
                                      torch.ones_like(batch["action"][mask], dtype=torch.bool))
 
-    def advantages(self, episodes: list[TextEpisode]) -> tuple[np.ndarray, np.ndarray]:
-        """Per-step ``(advantages, returns)`` in episode order, by ``rl`` and ``advantage``."""
+    def advantages(self, episodes: list[TextEpisode], rewards: list[np.ndarray] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """Per-step ``(advantages, returns)`` in episode order, by ``rl`` and ``advantage``;
+        ``rewards`` replaces the episodes' own (shaped rewards)."""
         c = self.config
+        if rewards is not None:
+            episodes = [dataclasses.replace(e, reward=r) for e, r in zip(episodes, rewards)]
         if c.rl == "ppo":
             pairs = [gae_episode(e, c.gamma, c.gae_lambda) for e in episodes]
             return (np.concatenate([p[0] for p in pairs]),
@@ -267,7 +285,9 @@ class TextOPD:
         """
         c = self.config
         alpha = self.opd_alpha()
-        advantages, returns = self.advantages(episodes)
+        rewards, labels = (self.success_signals(episodes) if self.policy.success_mlp is not None
+                           else (None, None))
+        advantages, returns = self.advantages(episodes, rewards)
         bounds = np.concatenate([[0], np.cumsum([len(e) for e in episodes])])
         sums: dict[str, float] = {}
         count = 0
@@ -278,7 +298,7 @@ class TextOPD:
                 minibatch = [episodes[i] for i in chosen]
                 steps = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in chosen])
                 batch = self._to_device(collate(minibatch, self._subgoals()))
-                _, log_prob, values, entropy = self._step_log_probs(batch)
+                success, log_prob, values, entropy = self._step_log_probs(batch)
                 old = batch["log_prob"][batch["step_mask"]]
                 adv = torch.from_numpy(advantages[steps]).to(self.device)
                 pg, kl, clip = ppo_policy_loss(log_prob, old, adv, c.clip_range)
@@ -289,6 +309,12 @@ class TextOPD:
                     v_loss = value_loss(values, torch.from_numpy(returns[steps]).to(self.device))
                     loss = loss + c.vf_coef * v_loss
                     metrics["losses/value_loss"] = v_loss
+                if success is not None:
+                    target = torch.from_numpy(labels[steps]).to(self.device)
+                    predictor = nn.functional.binary_cross_entropy_with_logits(success, target)
+                    loss = loss + predictor  # the head reads a detached state
+                    metrics["losses/success_predictor"] = predictor
+                    metrics["train/subgoal_success_rate"] = target.mean()
                 prototypes = sample_prototypes(c.distill_batch_episodes) if alpha > 0 else None
                 if prototypes:
                     distill = self.distill_loss(prototypes)

@@ -116,3 +116,14 @@ class TextOPDConfig(BaseModel):
                                "selection; each evaluation plays training.num_eval_episodes "
                                "episodes cycling through them")
     manager: ManagerConfig | None = None
+    success_predictor: float = Field(
+        0.0, ge=0, description="with the learned Manager: weight of the Worker's intrinsic "
+        "reward, the change in a learned prediction that the current subgoal is finished in "
+        "its period (0: no predictor)")
+
+    @model_validator(mode="after")
+    def _predictor_needs_learned_manager(self) -> "TextOPDConfig":
+        if self.success_predictor and getattr(self.manager, "planner", None) != "learned":
+            raise ValueError("success_predictor predicts the learned Manager's subgoals: set "
+                             "algorithm.manager.planner=learned (or success_predictor=0)")
+        return self

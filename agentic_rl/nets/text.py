@@ -41,10 +41,12 @@ class TextPolicy(nn.Module):
         hidden: width of the memory, state and command vectors.
         memory: run a GRU over the episode's steps (else each step is seen alone).
         subgoal: take a subgoal vector ``[embed_dim]`` per step (hierarchical Worker).
+        success_head: also predict whether the current subgoal will be finished in its period
+            (a logit from the detached state vector: it learns without moving the policy).
     """
 
     def __init__(self, embed_dim: int = 384, hidden: int = 256, memory: bool = True,
-                 subgoal: bool = False) -> None:
+                 subgoal: bool = False, success_head: bool = False) -> None:
         super().__init__()
         self.embed_dim, self.hidden, self.use_subgoal = embed_dim, hidden, subgoal
         self.step_in = mlp([3 * embed_dim, hidden])  # observation, inventory, previous command
@@ -58,13 +60,14 @@ class TextPolicy(nn.Module):
         nn.init.zeros_(self.history_embed.weight)
         nn.init.zeros_(self.match_embed.weight)
         self.value_mlp = mlp([hidden, hidden, 1])
+        self.success_mlp = mlp([hidden, hidden, 1]) if success_head else None
 
     def initial_state(self, batch: int) -> torch.Tensor:
         """Zero memory ``[1, batch, hidden]``."""
         return torch.zeros(1, batch, self.hidden)
 
     def forward(self, table: torch.Tensor, batch: dict[str, torch.Tensor],
-                memory: torch.Tensor | None = None):
+                memory: torch.Tensor | None = None, success: bool = False):
         """Logits and values for a batch of (partial) episodes.
 
         Args:
@@ -74,10 +77,11 @@ class TextPolicy(nn.Module):
                 and ``match [B, T, N]`` buckets; bool ``command_mask [B, T, N]``; with ``subgoal=True`` also float
                 ``subgoal [B, T, embed_dim]``.
             memory: GRU state ``[1, B, hidden]`` carried from earlier steps (None: zeros).
+            success: also return the success head's logits ``[B, T]``.
 
         Returns:
             ``(logits [B, T, N]`` (-inf outside the mask), ``values [B, T]``,
-            ``memory [1, B, hidden])``.
+            ``memory [1, B, hidden])``, and ``success logits [B, T]`` if asked.
         """
         task, obs = table[batch["task"]], table[batch["observation"]]
         inventory = table[batch["inventory"]]
@@ -102,4 +106,6 @@ class TextPolicy(nn.Module):
         logits = (scores + slots) / self.hidden ** 0.5
         logits = logits.masked_fill(~batch["command_mask"], float("-inf"))
         values = self.value_mlp(state).squeeze(-1)
+        if success:
+            return logits, values, memory, self.success_mlp(state.detach()).squeeze(-1)
         return logits, values, memory

@@ -70,6 +70,14 @@ def manager_logits(net: TextManager, embeddings: torch.Tensor, batch: Decisions
                batch.total, batch.mask)
 
 
+def episode_texts(texts: Sequence[str], episode: Any) -> tuple[list[str], list[str]]:
+    """``(commands, feedbacks)`` of a ``TextEpisode``: each step's command and the observation
+    that answered it ("" for the last step, whose answer the episode does not store)."""
+    steps = np.arange(len(episode))
+    commands = [texts[int(c)] for c in episode.commands[steps, episode.action]]
+    return commands, [texts[int(o)] for o in episode.observation[1:]] + [""]
+
+
 def label_demos(table: TextTable, episodes: Sequence[Any]) -> tuple[Decisions, torch.Tensor]:
     """Imitation data of a perfect Manager from successful demonstrations (``TextEpisode``).
 
@@ -82,9 +90,7 @@ def label_demos(table: TextTable, episodes: Sequence[Any]) -> tuple[Decisions, t
     texts = table.texts
     for episode in episodes:
         task = texts[episode.task]
-        steps = np.arange(len(episode))
-        commands = [texts[int(c)] for c in episode.commands[steps, episode.action]]
-        feedbacks = [texts[int(o)] for o in episode.observation[1:]] + [""]
+        commands, feedbacks = episode_texts(texts, episode)
         episode.subgoal = table.ids(hindsight_subgoals(commands, feedbacks))
         for step, x, label in decision_points(task, commands, feedbacks):
             tasks.append(task)
@@ -110,9 +116,8 @@ def episode_decisions(table: TextTable, episodes: Sequence[Any], period: int
     tasks, inventories, inputs, chosen, owner = [], [], [], [], []
     texts = table.texts
     for e, episode in enumerate(episodes):
-        task, steps = texts[episode.task], np.arange(len(episode))
-        commands = [texts[int(c)] for c in episode.commands[steps, episode.action]]
-        feedbacks = [texts[int(o)] for o in episode.observation[1:]] + [""]
+        task = texts[episode.task]
+        commands, feedbacks = episode_texts(texts, episode)
         for step in decision_steps(commands, feedbacks, period):
             x = manager_inputs(task, zip(commands[:step], feedbacks[:step]))
             subgoal = texts[int(episode.subgoal[step])]

@@ -145,3 +145,25 @@ def decision_steps(commands: Sequence[str], feedbacks: Sequence[str], period: in
             steps.append(t)
             age = 0
     return steps
+
+
+def period_outcomes(commands: Sequence[str], feedbacks: Sequence[str], subgoals: Sequence[str],
+                    period: int) -> tuple[list[bool], list[bool]]:
+    """Per step, whether it is the last step of its Manager period, and whether that period
+    ends with its own subgoal completed (the label a success predictor learns).
+
+    Args:
+        commands, feedbacks: the episode's L steps.
+        subgoals: the subgoal in force at each step.
+        period: the Manager's period.
+
+    Returns:
+        ``(ends_period [L], period_succeeds [L])``.
+    """
+    starts = decision_steps(commands, feedbacks, period) + [len(commands)]
+    ends, succeeds = [False] * len(commands), [False] * len(commands)
+    for start, stop in zip(starts[:-1], starts[1:]):
+        ends[stop - 1] = True
+        done = completed(commands[stop - 1], feedbacks[stop - 1]) == subgoals[start] != ""
+        succeeds[start:stop] = [done] * (stop - start)
+    return ends, succeeds

@@ -117,3 +117,9 @@ def test_a_learned_manager_trains_resumes_exactly_and_evaluates_without_an_exper
     report = evaluate_text_model(config, latest_checkpoint(tmp_path / "a"),
                                  games_and_demos[0], episodes=2)
     assert report["oracle"] is False and report["episodes"] == 2
+
+    predicted = text_config(games_and_demos, steps=96, algorithm={
+        **manager, "success_predictor": 0.5})
+    train(predicted, tmp_path / "c", show_progress=False)
+    series = read_metrics(tmp_path / "c" / "metrics.csv")
+    assert series["losses/success_predictor"] and series["train/subgoal_success_rate"]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from agentic_rl.algos.text_losses import success_shaping
 from agentic_rl.algos.text_manager import LearnedManagerTrainer
 from agentic_rl.algos.text_opd import ManagerConfig
 from agentic_rl.data.text_episodes import text_episode
@@ -18,7 +19,7 @@ from agentic_rl.nets.text_manager import TextManager
 from agentic_rl.plan import build_planner
 from agentic_rl.plan.learned import LearnedTextManager, episode_decisions, manager_logits
 from agentic_rl.plan.text_subgoals import (abstract_command, completed, decision_points,
-                                           decision_steps,
+                                           decision_steps, period_outcomes,
                                            hindsight_subgoals, manager_inputs,
                                            template_subgoals, task_words)
 
@@ -191,3 +192,19 @@ def test_a_sampling_manager_draws_per_episode_and_reproducibly():
     again = [sampler.subgoal(TASK, "", "", [], {"slot": 0, "episode": e}) for e in range(40)]
     assert draws == again and len(set(draws)) > 3  # an untrained Manager spreads its choices
     assert len({greedy.subgoal(TASK, "", "", [], {"episode": e}) for e in range(5)}) == 1
+
+
+def test_period_outcomes_and_the_success_shaping_by_hand():
+    commands, feedbacks = zip(*DEMO)
+    subgoals = hindsight_subgoals(commands, feedbacks)
+    subgoals[4:7] = ["use sofa"] * 3  # the third period's subgoal is not what it completes
+    ends, succeeds = period_outcomes(commands, feedbacks, subgoals, period=10)
+    assert ends == [False, True, False, True, False, False, True, False, True]
+    assert succeeds == [True] * 4 + [False] * 3 + [True] * 2
+    potential = np.array([0.2, 0.5, 0.4, 0.9, 0.3, 0.3, 0.6, 0.5, 0.8])
+    bonus = success_shaping(potential, np.array(ends), np.array(succeeds))
+    expected = [0.5 - 0.2, 1 - 0.5, 0.9 - 0.4, 1 - 0.9, 0.3 - 0.3, 0.6 - 0.3, 0 - 0.6,
+                0.8 - 0.5, 1 - 0.8]
+    np.testing.assert_allclose(bonus, expected, atol=1e-6)
+    # a period's bonuses sum to its outcome minus the chance predicted at its start
+    assert bonus[4:7].sum() == pytest.approx(0 - 0.3)

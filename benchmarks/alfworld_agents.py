@@ -1,8 +1,9 @@
 """ALFWorld text agents: the ablation of issue 7, evaluated on valid_seen (no expert information
 at test time, except the HGPO oracle row, which reads the env's plan and is labelled as such).
 
-Variants (all from the same imitation checkpoint except the hierarchical one, whose Worker takes
-a subgoal input and so is trained from scratch with its own imitation phase):
+Variants (``ppo``, ``episode``, ``anchor`` and ``hog`` start from the same imitation checkpoint; the
+hierarchical ones, whose Worker takes a subgoal input, and ``no_manager`` are trained from scratch
+with their own imitation phase, DAgger rounds included in ``--rl-steps``):
 
 * ``imitation``: behaviour cloning on the demonstrations only.
 * ``ppo``: + PPO with the value head (GAE, truncation bootstrapped), distillation kept on.
@@ -10,6 +11,12 @@ a subgoal input and so is trained from scratch with its own imitation phase):
 * ``anchor``: + group update, hierarchy-of-groups with k = 0 only (anchor-state grouping).
 * ``hog``: + group update, hierarchy-of-groups advantages (k = 0..hog_levels).
 * ``hgpo_oracle``: Manager/Worker, the Manager's subgoals from the expert-plan planner.
+* ``no_manager``: the ``hog`` recipe trained from scratch (imitation, DAgger and RL within the
+  same ``--rl-steps`` budget as the hierarchical rows): the baseline the Manager rows compare to.
+* ``manager``: the learned Manager over templated subgoals (``configs/alfworld_text_hgpo.yaml``'s
+  Manager): imitation of the demonstrations' subgoal sequence, then its own group RL.
+* ``manager_imitation``: the learned Manager by imitation only (greedy in training too).
+* ``manager_predictor``: ``manager`` + the Worker's success-predictor reward.
 
     python benchmarks/alfworld_agents.py --demos data/alfworld_demos_train.npz \
         --valid ../shared/alfworld/valid_seen_slim.tar.xz --rl-steps 20000 --workers 2 \
@@ -28,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import markdown_table, write_json  # noqa: E402
 
+LEARNED_MANAGER = ["algorithm.manager.planner=learned", "algorithm.manager.period=10"]
 VARIANTS: dict[str, list[str]] = {
     # env steps only for the DAgger rounds (12 rounds x 32 envs x <= 50 steps)
     "imitation": ["algorithm.rl=none", "training.total_timesteps=19200"],
@@ -39,6 +47,12 @@ VARIANTS: dict[str, list[str]] = {
     "hgpo_oracle": ["algorithm.rl=group", "algorithm.advantage=hog",
                     "algorithm.manager.planner=expert_plan",
                     "environment.kwargs.use_planner=false"],
+    "no_manager": ["algorithm.rl=group", "algorithm.advantage=hog"],
+    "manager": ["algorithm.rl=group", "algorithm.advantage=hog", *LEARNED_MANAGER],
+    "manager_imitation": ["algorithm.rl=group", "algorithm.advantage=hog", *LEARNED_MANAGER,
+                          "algorithm.manager.rl=none"],
+    "manager_predictor": ["algorithm.rl=group", "algorithm.advantage=hog", *LEARNED_MANAGER,
+                          "algorithm.success_predictor=1.0"],
 }
 FROM_IMITATION = {"ppo", "episode", "anchor", "hog"}
 

@@ -32,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import markdown_table, write_json  # noqa: E402
 
@@ -94,7 +96,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--valid", default="../shared/alfworld/valid_seen_slim.tar.xz")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--rl-steps", type=int, default=20000, help="env steps of RL per variant")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="the first seed")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds seed, seed+1, ...")
     parser.add_argument("--workers", type=int, default=2, help="variants trained at once")
     parser.add_argument("--out-dir", default="bench_out/alfworld_agents")
     parser.add_argument("--imitation-run", default=None,
@@ -105,54 +108,83 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
 
-    out = Path(args.out_dir)
-    common = [f"algorithm.prototype_data_path={args.demos}", f"training.seed={args.seed}", *args.set]
     start = time.time()
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    jobs, bases = [], {}
+    for seed in seeds:  # runs of one seed in a folder of their own (the first seed's: out-dir)
+        out = Path(args.out_dir) / (f"seed{seed}" if seed != args.seed else "")
+        common = [f"algorithm.prototype_data_path={args.demos}", f"training.seed={seed}",
+                  *args.set]
+        bases[seed] = base = args.imitation_run or str(out / "imitation")
+        if args.imitation_run is None and ("imitation" in args.variants
+                                           or FROM_IMITATION & set(args.variants)):
+            train_variant(("imitation", args.config, common + VARIANTS["imitation"], base, None))
+        for name in sorted(args.variants, key=lambda n: n in FROM_IMITATION):
+            if name == "imitation":  # the variants trained from scratch first: the longest
+                continue
+            overrides = common + VARIANTS[name] + [f"training.total_timesteps={args.rl_steps}"]
+            if name in FROM_IMITATION:  # --init-from brings the imitation run's policy
+                overrides += ["algorithm.bc_steps=0", "algorithm.dagger_rounds=0"]
+            jobs.append(((name, seed), args.config, overrides, str(out / name),
+                         base if name in FROM_IMITATION else None))
     context = multiprocessing.get_context("spawn")
-    base = args.imitation_run or str(out / "imitation")
-    if args.imitation_run is None and ("imitation" in args.variants
-                                       or FROM_IMITATION & set(args.variants)):
-        train_variant(("imitation", args.config, common + VARIANTS["imitation"], base, None))
-    jobs = []  # the variant trained from scratch first: it takes longest
-    for name in sorted(args.variants, key=lambda n: n in FROM_IMITATION):
-        if name == "imitation":
-            continue
-        overrides = common + VARIANTS[name] + [f"training.total_timesteps={args.rl_steps}"]
-        if name in FROM_IMITATION:  # --init-from brings the imitation run's policy
-            overrides += ["algorithm.bc_steps=0", "algorithm.dagger_rounds=0"]
-        jobs.append((name, args.config, overrides, str(out / name),
-                     base if name in FROM_IMITATION else None))
     with context.Pool(max(1, min(args.workers, len(jobs) or 1))) as pool:
         summaries = dict(zip([j[0] for j in jobs], pool.map(train_variant, jobs)))
         if "imitation" in args.variants:
-            summaries["imitation"] = json.loads((Path(base) / "summary.json").read_text())
-        names = [n for n in args.variants if n in summaries]
+            for seed in seeds:
+                summaries["imitation", seed] = json.loads(
+                    (Path(bases[seed]) / "summary.json").read_text())
+        keys = [(n, seed) for seed in seeds for n in args.variants if (n, seed) in summaries]
+        folders = {job[0]: job[3] for job in jobs}
         reports = pool.map(evaluate_variant, [
-            (n, base if n == "imitation" else str(out / n), args.valid) for n in names])
-    results = {}
-    for name, report in zip(names, reports):
-        summary = summaries[name]
-        results[name] = {"valid_seen": report, "env_steps": summary["env_steps"],
-                         "train_wall_seconds": summary["wall_seconds"],
-                         "best_holdout_success": summary["best_success_rate"],
-                         "oracle": report["oracle"]}
-    types = sorted({t for r in results.values() for t in r["valid_seen"]["per_task_type"]})
-    rows = []
-    for name, r in results.items():
-        per_type = r["valid_seen"]["per_task_type"]
-        rows.append([name + (" (oracle)" if r["oracle"] else ""),
-                     f"**{r['valid_seen']['success_rate']:.3f}**",
-                     *[f"{per_type[t]['success_rate']:.2f}" if t in per_type else "-"
-                       for t in types],
-                     f"{r['valid_seen']['mean_steps']:.1f}", r["env_steps"],
-                     f"{r['train_wall_seconds']:.0f}"])
-    print(markdown_table(["variant", "valid_seen", *[t.replace("_then_place_in_recep", "")
-                                                      for t in types],
-                          "mean steps", "RL env steps", "train s"], rows))
-    payload = {"rl_steps": args.rl_steps, "seed": args.seed, "results": results,
+            (key[0], bases[key[1]] if key[0] == "imitation" else folders[key], args.valid)
+            for key in keys])
+    runs = {key: {"valid_seen": report, "env_steps": summaries[key]["env_steps"],
+                  "train_wall_seconds": summaries[key]["wall_seconds"],
+                  "best_holdout_success": summaries[key]["best_success_rate"],
+                  "oracle": report["oracle"]} for key, report in zip(keys, reports)}
+    results = summarise(runs, args.variants, seeds)
+    print(results_table(results))
+    payload = {"rl_steps": args.rl_steps, "seeds": seeds, "results": results,
                "wall_seconds": round(time.time() - start, 1)}
     write_json(args.json, payload)
     return payload
+
+
+def summarise(runs: dict, variants: list[str], seeds: list[int]) -> dict:
+    """Per variant: mean and std over seeds of the valid_seen success (overall and per task
+    type) and the per-seed runs."""
+    results = {}
+    for name in variants:
+        mine = [runs[(name, seed)] for seed in seeds if (name, seed) in runs]
+        if not mine:
+            continue
+        types = sorted({t for r in mine for t in r["valid_seen"]["per_task_type"]})
+        overall = [r["valid_seen"]["success_rate"] for r in mine]
+        results[name] = {
+            "success_mean": float(np.mean(overall)), "success_std": float(np.std(overall)),
+            "per_task_type": {t: float(np.mean([r["valid_seen"]["per_task_type"][t]
+                                                ["success_rate"] for r in mine])) for t in types},
+            "mean_steps": float(np.mean([r["valid_seen"]["mean_steps"] for r in mine])),
+            "oracle": mine[0]["oracle"], "per_seed": mine}
+    return results
+
+
+def results_table(results: dict) -> str:
+    """Markdown: one row per variant, success mean +- std over seeds and per task type."""
+    types = sorted({t for r in results.values() for t in r["per_task_type"]})
+    rows = []
+    for name, r in results.items():
+        seeds = r["per_seed"]
+        rows.append([name + (" (oracle)" if r["oracle"] else ""),
+                     f"**{r['success_mean']:.3f}** +- {r['success_std']:.3f}",
+                     ", ".join(f"{s['valid_seen']['success_rate']:.3f}" for s in seeds),
+                     *[f"{r['per_task_type'][t]:.2f}" for t in types],
+                     f"{r['mean_steps']:.1f}", seeds[0]["env_steps"],
+                     f"{np.mean([s['train_wall_seconds'] for s in seeds]):.0f}"])
+    return markdown_table(["variant", "valid_seen", "per seed",
+                           *[t.replace("_then_place_in_recep", "") for t in types],
+                           "mean steps", "env steps", "train s"], rows)
 
 
 if __name__ == "__main__":

@@ -284,3 +284,18 @@ def test_embedding_store_keeps_first_copy_and_drops_oldest() -> None:
     store.publish(["c"], np.ones((1, 2), np.float32))
     assert store.size() == 2 and store.fetch(["a", "b", "c"])[0] == ["b", "c"]
     assert store.fetch(["z"]) == ([], None)
+
+
+def _list_games_in(cache: str) -> list[str]:
+    return [str(g) for g in list_games("valid_seen", REAL_PACK, cache_dir=Path(cache))]
+
+
+@pytest.mark.skipif(not REAL_PACK.exists(), reason="needs ../shared/alfworld")
+def test_processes_that_first_use_a_pack_together_get_the_same_games(tmp_path: Path) -> None:
+    """An evaluation pool once read another process's half-written game file (JSONDecodeError)
+    when both unpacked and built the same slim pack into a fresh cache."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        lists = pool.map(_list_games_in, [str(tmp_path)] * 3)
+    assert len(lists[0]) == 140 and lists[0] == lists[1] == lists[2]

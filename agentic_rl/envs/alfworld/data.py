@@ -16,6 +16,8 @@ the installed alfworld wheel, so all games play with the 0.4.2 command set ("mov
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -159,6 +161,20 @@ def _logic_fingerprint() -> str:
     return hashlib.sha1((domain + grammar).encode()).hexdigest()[:12]
 
 
+@contextlib.contextmanager
+def _exclusive(lock_file: Path):
+    """Hold an exclusive lock on ``lock_file``: processes that first use the same data at once
+    (an evaluation pool, rollout workers) wait for one to build it instead of reading its
+    half-written files."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_file, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _unpack_slim(pack: Path, cache_dir: Path) -> Path:
     """Unpack a slim pack once into ``cache_dir`` and return the unpacked root."""
     stat = pack.stat()
@@ -166,10 +182,12 @@ def _unpack_slim(pack: Path, cache_dir: Path) -> Path:
     root = cache_dir / f"{pack.name.split('.')[0]}-{tag[:10]}"
     done = root / ".unpacked"
     if not done.exists():
-        root.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(pack) as archive:
-            archive.extractall(root, filter="data")
-        done.write_text(pack.name)
+        with _exclusive(cache_dir / f".{root.name}.lock"):
+            if not done.exists():
+                root.mkdir(parents=True, exist_ok=True)
+                with tarfile.open(pack) as archive:
+                    archive.extractall(root, filter="data")
+                done.write_text(pack.name)
     return root
 
 
@@ -190,6 +208,11 @@ def prepare_trials(folder: Path, out_root: Path | None = None) -> list[Path]:
         Sorted paths of the playable ``game.tw-pddl`` files.
     """
     out_root = out_root or folder
+    with _exclusive(out_root / ".prepare.lock"):
+        return _prepare_trials(folder, out_root)
+
+
+def _prepare_trials(folder: Path, out_root: Path) -> list[Path]:
     fingerprint = _logic_fingerprint()
     games = []
     for traj_path in sorted(folder.rglob("traj_data.json")):

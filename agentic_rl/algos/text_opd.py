@@ -71,7 +71,8 @@ class TextOPD:
         self.device = torch.device(device)
         self.policy = TextPolicy(table.dim, config.hidden, config.memory,
                                  subgoal=config.manager is not None,
-                                 success_head=config.success_predictor > 0).to(self.device)
+                                 success_head=config.success_predictor > 0,
+                                 object_match=config.object_match).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr)
         # the learned Manager stays on the CPU: the envs' planner runs the same object
         self.manager = LearnedManagerTrainer(manager, table, config.lr) if manager else None
@@ -157,7 +158,7 @@ class TextOPD:
         memory = self.policy.initial_state(count).to(self.device) if state is None else state
         if "is_first" in obs:
             memory = memory * (~obs["is_first"]).to(self.device, torch.float32)[None, :, None]
-        logits, values, memory = self.policy(table, step, memory)
+        logits, values, memory = self._policy(step, memory)
         log_prob = torch.log_softmax(logits[:, 0], -1)
         if mode == "deterministic":
             action = log_prob.argmax(-1)
@@ -185,7 +186,7 @@ class TextOPD:
             return
         extended = with_final_step(episode, final)
         batch = self._to_device(collate([extended], self._subgoals()))
-        _, values, _ = self.policy(self.embeddings(), batch)
+        _, values, _ = self._policy(batch)
         episode.bootstrap_value = float(values[0, len(episode)])
 
     def update(self, batch: TextBatch) -> dict[str, float]:
@@ -196,6 +197,14 @@ class TextOPD:
                 metrics |= self.manager.imitation_step(self.generator)
             return metrics
         return self.group_update(batch.episodes, batch.prototypes)
+
+    def _policy(self, batch: dict[str, torch.Tensor], memory: torch.Tensor | None = None,
+                success: bool = False):
+        """The policy's forward pass, with the object feature added to ``batch`` if used."""
+        if self.policy.object_embed is not None:
+            flags = self.table.object_in_task(batch["task"].cpu(), batch["commands"].cpu())
+            batch = {**batch, "object": flags.to(self.device)}
+        return self.policy(self.embeddings(), batch, memory, success)
 
     def _subgoals(self) -> torch.Tensor | None:
         """The (CPU) table ``collate`` turns subgoal ids into vectors with."""
@@ -208,7 +217,7 @@ class TextOPD:
     def _step_log_probs(self, batch: dict[str, torch.Tensor]):
         """``(success logits or None, chosen log-probs, values, entropies)`` of real steps."""
         success = self.policy.success_mlp is not None
-        logits, values, _, *head = self.policy(self.embeddings(), batch, success=success)
+        logits, values, _, *head = self._policy(batch, success=success)
         mask = batch["step_mask"]
         logits, values = logits[mask], values[mask]
         log_prob = torch.log_softmax(logits, -1)
@@ -223,14 +232,14 @@ class TextOPD:
         """Shaped rewards and success labels (``text_manager.success_rewards``) from the
         predictor's chances on every step of ``episodes``."""
         batch = self._to_device(collate(episodes, self._subgoals()))
-        chance = torch.sigmoid(self.policy(self.embeddings(), batch, success=True)[3]).cpu()
+        chance = torch.sigmoid(self._policy(batch, success=True)[3]).cpu()
         return success_rewards(self.table.texts, episodes, chance.numpy(),
                                self.config.manager.period, self.config.success_predictor)
 
     def distill_loss(self, prototypes: list[TextEpisode]) -> torch.Tensor:
         """Cross-entropy toward the prototype commands of a batch of episodes."""
         batch = self._to_device(collate(prototypes, self._subgoals()))
-        logits, _, _ = self.policy(self.embeddings(), batch)
+        logits, _, _ = self._policy(batch)
         mask = batch["step_mask"]
         return command_cross_entropy(logits[mask], batch["action"][mask],
                                      torch.ones_like(batch["action"][mask], dtype=torch.bool))

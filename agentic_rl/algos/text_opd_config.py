@@ -115,6 +115,10 @@ class TextOPDConfig(BaseModel):
     holdout_games: int = Field(60, ge=1, description="train games kept out for model "
                                "selection; each evaluation plays training.num_eval_episodes "
                                "episodes cycling through them")
+    object_match: bool = Field(
+        False, description="a per-command feature: whether the command acts on a task word "
+        "(the object it takes or moves, the place it goes to); sentence embeddings blur "
+        "'take cd 1 from dresser 1' and 'take mug 1 from dresser 1'")
     manager: ManagerConfig | None = None
     success_predictor: float = Field(
         0.0, ge=0, description="with the learned Manager: weight of the Worker's intrinsic "

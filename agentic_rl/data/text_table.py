@@ -56,6 +56,7 @@ class TextTable:
         # per row: (content words, content words after the first word), filled on demand
         self._terms: list[tuple[frozenset[str], frozenset[str]] | None] = [
             (frozenset(), frozenset())]
+        self._objects: dict[int, str] = {}  # command row -> the word it acts on
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -104,6 +105,38 @@ class TextTable:
             self._terms[row] = terms
         return terms
 
+    def _object_word(self, row: int) -> str:
+        """The word a command acts on: its first content word after the verb ("" if none)."""
+        found = self._objects.get(row)
+        if found is None:
+            tokens = [w for w in re.findall("[a-z]+", self.texts[row].lower())
+                      if w not in FUNCTION_WORDS]
+            found = self._objects[row] = tokens[1] if len(tokens) > 1 else ""
+        return found
+
+    def object_in_task(self, tasks: torch.Tensor, commands: torch.Tensor) -> torch.Tensor:
+        """Whether each command acts on a task word: the object it takes, moves, heats, cleans,
+        cools or uses, or the place it goes to, opens or examines ("take cd 1 from dresser 1"
+        does not act on "put some mug on dresser"; "take mug 1 from dresser 1" does).
+
+        Args:
+            tasks: int64 ``[...]`` task row ids.
+            commands: int64 ``[..., N]`` command row ids (0: padding).
+
+        Returns:
+            int64 ``[..., N]``, 1 where it does (0 on padding).
+        """
+        flat_tasks, flat = tasks.reshape(-1), commands.reshape(-1, commands.shape[-1])
+        out = torch.zeros_like(flat)
+        for task in torch.unique(flat_tasks).tolist():
+            rows = flat_tasks == task
+            unique, inverse = torch.unique(flat[rows], return_inverse=True)
+            words = self.words(task)
+            hits = torch.tensor([bool(c) and self._object_word(c) in words
+                                 for c in unique.tolist()], dtype=torch.int64)
+            out[rows] = hits[inverse]
+        return out.reshape(commands.shape)
+
     def match_buckets(self, task: int, observation: int, commands: np.ndarray) -> np.ndarray:
         """How each command relates to the task and to what the agent just saw.
 
@@ -150,3 +183,4 @@ class TextTable:
         self._vectors, self._pending = [np.asarray(vectors, np.float32).copy()], []
         self._tensor = None
         self._terms = [(frozenset(), frozenset())]
+        self._objects = {}

@@ -43,10 +43,13 @@ class TextPolicy(nn.Module):
         subgoal: take a subgoal vector ``[embed_dim]`` per step (hierarchical Worker).
         success_head: also predict whether the current subgoal will be finished in its period
             (a logit from the detached state vector: it learns without moving the policy).
+        object_match: a third per-slot feature, ``batch["object"]`` (1 where the command acts
+            on a task word: ``TextTable.object_in_task``).
     """
 
     def __init__(self, embed_dim: int = 384, hidden: int = 256, memory: bool = True,
-                 subgoal: bool = False, success_head: bool = False) -> None:
+                 subgoal: bool = False, success_head: bool = False,
+                 object_match: bool = False) -> None:
         super().__init__()
         self.embed_dim, self.hidden, self.use_subgoal = embed_dim, hidden, subgoal
         self.step_in = mlp([3 * embed_dim, hidden])  # observation, inventory, previous command
@@ -57,8 +60,10 @@ class TextPolicy(nn.Module):
         # Per-slot features: a vector (dotted with the command) and a bias per bucket.
         self.history_embed = nn.Embedding(HISTORY_BUCKETS, hidden + 1)
         self.match_embed = nn.Embedding(MATCH_BUCKETS, hidden + 1)
-        nn.init.zeros_(self.history_embed.weight)
-        nn.init.zeros_(self.match_embed.weight)
+        self.object_embed = nn.Embedding(2, hidden + 1) if object_match else None
+        for embedding in (self.history_embed, self.match_embed, self.object_embed):
+            if embedding is not None:
+                nn.init.zeros_(embedding.weight)
         self.value_mlp = mlp([hidden, hidden, 1])
         self.success_mlp = mlp([hidden, hidden, 1]) if success_head else None
 
@@ -103,6 +108,8 @@ class TextPolicy(nn.Module):
         commands = torch.cat([commands, torch.full_like(commands[:, :1], self.hidden ** 0.5)], 1)
         slots = ((self.history_embed.weight @ commands.T)[batch["history"], inverse]
                  + (self.match_embed.weight @ commands.T)[batch["match"], inverse])
+        if self.object_embed is not None:
+            slots = slots + (self.object_embed.weight @ commands.T)[batch["object"], inverse]
         logits = (scores + slots) / self.hidden ** 0.5
         logits = logits.masked_fill(~batch["command_mask"], float("-inf"))
         values = self.value_mlp(state).squeeze(-1)

@@ -233,3 +233,28 @@ def test_match_buckets_count_task_words_and_flag_objects_just_seen():
     table.add(["put a hot mug in cabinet.", "heat mug 1 with microwave 1"], np.zeros((2, 2)))
     hot, heat = table.ids(["put a hot mug in cabinet.", "heat mug 1 with microwave 1"])
     assert table.match_buckets(hot, ids[1], np.array([heat]))[0] == 2  # hot -> heat, mug
+
+
+def test_object_in_task_flags_the_commands_acting_on_a_task_word():
+    table = TextTable(_Encoder())
+    task = "put some mug on dresser."
+    commands = ["take mug 1 from dresser 1", "take cd 1 from dresser 1", "go to dresser 1",
+                "open drawer 1", "move cd 1 to dresser 1", "look"]
+    ids = table.ids([task, "heat some egg and put it in fridge.", *commands])
+    grid = torch.tensor([[*ids[2:], 0], [*ids[2:], 0]])  # [2, N], padding last
+    flags = table.object_in_task(torch.tensor([ids[0], ids[1]]), grid)
+    assert flags.tolist() == [[1, 0, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0]]
+
+
+def test_the_object_feature_moves_only_the_flagged_commands():
+    policy = TextPolicy(DIM, hidden=16, memory=True, object_match=True)
+    batch = _batch(torch.Generator().manual_seed(0))
+    table = torch.randn(20, DIM, generator=torch.Generator().manual_seed(1))
+    batch["object"] = torch.zeros(B, T, N, dtype=torch.int64)
+    with torch.no_grad():
+        policy.object_embed.weight[1, -1] = 5.0  # flagged commands get a bias
+        before, _, _ = policy(table, batch)
+        batch["object"][:, :, 1] = 1
+        after, _, _ = policy(table, batch)
+    changed = (after != before)
+    assert changed[:, :, 1].all() and not changed[:, :, [0, 2]].any()

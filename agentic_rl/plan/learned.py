@@ -26,6 +26,7 @@ class Decisions:
         heads: ``[B, 3]`` task, inventory and last completed subgoal rows.
         candidates: ``[B, K]`` candidate rows (0-padded).
         counts: ``[B, K]`` completions of each candidate so far.
+        held: ``[B, K]`` 1 where the agent carries what the candidate acts on.
         total: ``[B]`` completions so far.
         mask: bool ``[B, K]``, True on real candidates.
     """
@@ -33,6 +34,7 @@ class Decisions:
     heads: torch.Tensor
     candidates: torch.Tensor
     counts: torch.Tensor
+    held: torch.Tensor
     total: torch.Tensor
     mask: torch.Tensor
 
@@ -51,6 +53,7 @@ def decisions(table: TextTable, tasks: Sequence[str], inventories: Sequence[str]
     out = Decisions(torch.zeros(count, 3, dtype=torch.int64),
                     torch.zeros(count, width, dtype=torch.int64),
                     torch.zeros(count, width, dtype=torch.int64),
+                    torch.zeros(count, width, dtype=torch.int64),
                     torch.tensor([x.total for x in inputs], dtype=torch.int64),
                     torch.zeros(count, width, dtype=torch.bool))
     for b, (task, inventory, x) in enumerate(zip(tasks, inventories, inputs)):
@@ -58,6 +61,7 @@ def decisions(table: TextTable, tasks: Sequence[str], inventories: Sequence[str]
         k = len(x.candidates)
         out.heads[b], out.candidates[b, :k] = row[:3], row[3:]
         out.counts[b, :k] = torch.tensor(x.counts, dtype=torch.int64)
+        out.held[b, :k] = torch.tensor(x.held, dtype=torch.int64)
         out.mask[b, :k] = True
     return out
 
@@ -67,7 +71,7 @@ def manager_logits(net: TextManager, embeddings: torch.Tensor, batch: Decisions
     """``[B, K]`` logits of B decisions; ``embeddings``: the table's ``[V, D]`` tensor."""
     return net(embeddings[batch.heads[:, 0]], embeddings[batch.heads[:, 1]],
                embeddings[batch.heads[:, 2]], embeddings[batch.candidates], batch.counts,
-               batch.total, batch.mask)
+               batch.held, batch.total, batch.mask)
 
 
 def episode_texts(texts: Sequence[str], episode: Any) -> tuple[list[str], list[str]]:
@@ -92,9 +96,10 @@ def label_demos(table: TextTable, episodes: Sequence[Any]) -> tuple[Decisions, t
         task = texts[episode.task]
         commands, feedbacks = episode_texts(texts, episode)
         episode.subgoal = table.ids(hindsight_subgoals(commands, feedbacks))
-        for step, x, label in decision_points(task, commands, feedbacks):
+        carried = [texts[int(i)] for i in episode.inventory]
+        for step, x, label in decision_points(task, commands, feedbacks, carried):
             tasks.append(task)
-            inventories.append(texts[int(episode.inventory[step])])
+            inventories.append(carried[step])
             inputs.append(x)
             labels.append(label)
     if not labels:
@@ -119,11 +124,12 @@ def episode_decisions(table: TextTable, episodes: Sequence[Any], period: int
         task = texts[episode.task]
         commands, feedbacks = episode_texts(texts, episode)
         for step in decision_steps(commands, feedbacks, period):
-            x = manager_inputs(task, zip(commands[:step], feedbacks[:step]))
+            carried = texts[int(episode.inventory[step])]
+            x = manager_inputs(task, zip(commands[:step], feedbacks[:step]), carried)
             subgoal = texts[int(episode.subgoal[step])]
             if subgoal in x.candidates:
                 tasks.append(task)
-                inventories.append(texts[int(episode.inventory[step])])
+                inventories.append(carried)
                 inputs.append(x)
                 chosen.append(x.candidates.index(subgoal))
                 owner.append(e)
@@ -163,7 +169,7 @@ class LearnedTextManager:
     @torch.no_grad()
     def subgoal(self, task: str, observation: str, inventory: str, commands: list[str],
                 info: dict[str, Any], trajectory: Sequence[tuple[str, str]] = ()) -> str:
-        inputs = manager_inputs(task, trajectory)
+        inputs = manager_inputs(task, trajectory, inventory)
         if not inputs.candidates:  # a task text without content words
             return ""
         batch = decisions(self.table, [task], [inventory], [inputs])

@@ -77,23 +77,30 @@ class ManagerInputs:
         counts: ``[K]`` how often each candidate was completed so far this episode.
         total: how many subgoals were completed so far.
         last: the last completed subgoal ("" before any).
+        held: ``[K]`` whether the agent carries the thing each candidate acts on (its second
+            word, named in the inventory text).
     """
 
     candidates: tuple[str, ...]
     counts: tuple[int, ...]
     total: int
     last: str
+    held: tuple[bool, ...] = ()
 
 
-def manager_inputs(task: str, trajectory: Iterable[tuple[str, str]]) -> ManagerInputs:
-    """The Manager's inputs after the ``(command, feedback)`` steps of an episode so far."""
+def manager_inputs(task: str, trajectory: Iterable[tuple[str, str]],
+                   inventory: str = "") -> ManagerInputs:
+    """The Manager's inputs after the ``(command, feedback)`` steps of an episode so far, with
+    the current ``inventory`` text."""
     words = set(task_words(task))
     done = [s for s in (completed(c, f) for c, f in trajectory) if s is not None]
     candidates = list(dict.fromkeys(template_subgoals(task)))
     extra = [s for s in done if s not in candidates and words & set(s.split()[1:])]
     candidates += list(dict.fromkeys(extra))
     counts = tuple(done.count(c) for c in candidates)
-    return ManagerInputs(tuple(candidates), counts, len(done), done[-1] if done else "")
+    carried = set(re.findall("[a-z]+", inventory.lower()))
+    held = tuple(c.split()[1] in carried for c in candidates)
+    return ManagerInputs(tuple(candidates), counts, len(done), done[-1] if done else "", held)
 
 
 def hindsight_subgoals(commands: Sequence[str], feedbacks: Sequence[str]) -> list[str]:
@@ -111,11 +118,13 @@ def hindsight_subgoals(commands: Sequence[str], feedbacks: Sequence[str]) -> lis
     return out
 
 
-def decision_points(task: str, commands: Sequence[str], feedbacks: Sequence[str]
+def decision_points(task: str, commands: Sequence[str], feedbacks: Sequence[str],
+                    inventories: Sequence[str] | None = None
                     ) -> list[tuple[int, ManagerInputs, int]]:
     """The Manager's imitation examples in one demonstration: at the start and after every
     completed subgoal, ``(step, inputs, index of the next completed subgoal)``; decisions whose
-    next subgoal is not a candidate are dropped."""
+    next subgoal is not a candidate are dropped. ``inventories``: the inventory text at each
+    step (default: carrying nothing)."""
     examples = []
     steps = [0] + [t + 1 for t in range(len(commands))
                    if completed(commands[t], feedbacks[t]) is not None]
@@ -123,7 +132,8 @@ def decision_points(task: str, commands: Sequence[str], feedbacks: Sequence[str]
     for step in steps:
         if step >= len(commands) or not upcoming[step]:
             continue
-        inputs = manager_inputs(task, zip(commands[:step], feedbacks[:step]))
+        inputs = manager_inputs(task, zip(commands[:step], feedbacks[:step]),
+                                inventories[step] if inventories else "")
         if upcoming[step] in inputs.candidates:
             examples.append((step, inputs, inputs.candidates.index(upcoming[step])))
     return examples

@@ -97,6 +97,11 @@ def test_decisions_count_completions_and_label_the_next_one():
     # the templates joins the candidates
     after = manager_inputs(TASK, [("move pen 1 to sofa 1", "You move the pen 1.")])
     assert after.candidates[-1] == "put pen in sofa" and after.counts[-1] == 1
+    # what the agent carries, per candidate (the thing it acts on is in the inventory text)
+    holding = manager_inputs(TASK, [], "You are carrying: a newspaper 1.")
+    held = dict(zip(holding.candidates, holding.held))
+    assert held["take newspaper"] and held["put newspaper in sofa"] and not held["take sofa"]
+    assert not any(manager_inputs(TASK, [], "You are not carrying anything.").held)
 
 
 def _demo_episode(table: TextTable, steps=DEMO, task: str = TASK):

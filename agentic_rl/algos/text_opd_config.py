@@ -32,7 +32,9 @@ class ManagerConfig(BaseModel):
 
     @model_validator(mode="after")
     def _endpoint_given(self) -> "ManagerConfig":
-        unread = {"hidden", "rl"} & self.model_fields_set
+        # at their defaults they pass: a run folder's resolved config.yaml lists every key
+        unread = {key for key in ("hidden", "rl")
+                  if getattr(self, key) != type(self).model_fields[key].default}
         if self.planner != "learned" and unread:
             raise ValueError(f"manager.{sorted(unread)[0]} is a key of the learned Manager; "
                              f"planner {self.planner!r} has no network")

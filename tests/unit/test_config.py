@@ -123,6 +123,10 @@ def test_unread_keys_at_their_defaults_pass_so_resolved_configs_reload():
     for name in ("ppo", "hgpo", "hgpo_sac", "text_opd", "td3"):
         config = validate_config({"algorithm": {"name": name}})
         validate_config(config.model_dump(mode="json"))  # the run folder's config.yaml
+    for planner in ("expert_plan", "learned"):  # the learned Manager's keys at their defaults
+        config = validate_config({"algorithm": {"name": "text_opd",
+                                                "manager": {"planner": planner}}})
+        validate_config(config.model_dump(mode="json"))
 
 
 def test_one_schedule_model_for_every_scheduled_value():

@@ -133,6 +133,32 @@ def save_model(folder: str | Path, algo, extra: dict[str, Any],
     write_folder(temporary, folder, tensors, {"algo": skeleton, **extra})
 
 
+TRAINING_ONLY = ("optimizer", "generator", "updates")  # learner state a model folder drops
+
+
+def export_model(source: str | Path, destination: str | Path) -> None:
+    """Write a model folder (``models/alfworld``) from a run's ``best/`` or checkpoint: the
+    learner's weights, without its optimisers, generator and update count, with the source's
+    ``config.yaml`` and metadata."""
+    tensors, meta, _ = load_checkpoint(source, with_buffers=False)
+    state = _without(unflatten_state(meta["algo"], tensors), TRAINING_ONLY)
+    kept, skeleton = flatten_state(state)
+    temporary = Path(destination).with_name(Path(destination).name + ".tmp")
+    shutil.rmtree(temporary, ignore_errors=True)
+    temporary.mkdir(parents=True)
+    if (Path(source) / "config.yaml").exists():
+        shutil.copyfile(Path(source) / "config.yaml", temporary / "config.yaml")
+    extra = {k: v for k, v in meta.items() if k != "algo"}
+    write_folder(temporary, Path(destination), kept, {"algo": skeleton, **extra})
+
+
+def _without(state: Any, keys: tuple[str, ...]) -> Any:
+    """A nested state dict with ``keys`` removed at every level."""
+    if not isinstance(state, dict):
+        return state
+    return {k: _without(v, keys) for k, v in state.items() if k not in keys}
+
+
 def write_folder(temporary: Path, final: Path, tensors: dict[str, torch.Tensor],
                  state: dict[str, Any], buffers: dict[str, np.ndarray] | None = None) -> None:
     """Write tensors, JSON state and (optionally) buffers into the empty folder ``temporary``,

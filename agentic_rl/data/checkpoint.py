@@ -123,8 +123,13 @@ def save_model(folder: str | Path, algo, extra: dict[str, Any],
     """A learner's state alone (what ``eval`` and ``models/`` need; ``load_learner`` reads
     it), with ``extra`` in its JSON and a copy of ``config_file`` as ``config.yaml`` (so the
     folder is a model folder ``agentic-rl eval`` takes as it is); replaced atomically."""
+    _write_model(folder, algo.state_dict(), extra, config_file)
+
+
+def _write_model(folder: str | Path, state: Any, extra: dict[str, Any],
+                 config_file: str | Path | None) -> None:
     folder = Path(folder)
-    tensors, skeleton = flatten_state(algo.state_dict())
+    tensors, skeleton = flatten_state(state)
     temporary = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(temporary, ignore_errors=True)
     temporary.mkdir(parents=True)
@@ -142,14 +147,8 @@ def export_model(source: str | Path, destination: str | Path) -> None:
     ``config.yaml`` and metadata."""
     tensors, meta, _ = load_checkpoint(source, with_buffers=False)
     state = _without(unflatten_state(meta["algo"], tensors), TRAINING_ONLY)
-    kept, skeleton = flatten_state(state)
-    temporary = Path(destination).with_name(Path(destination).name + ".tmp")
-    shutil.rmtree(temporary, ignore_errors=True)
-    temporary.mkdir(parents=True)
-    if (Path(source) / "config.yaml").exists():
-        shutil.copyfile(Path(source) / "config.yaml", temporary / "config.yaml")
     extra = {k: v for k, v in meta.items() if k != "algo"}
-    write_folder(temporary, Path(destination), kept, {"algo": skeleton, **extra})
+    _write_model(destination, state, extra, Path(source) / "config.yaml")
 
 
 def _without(state: Any, keys: tuple[str, ...]) -> Any:

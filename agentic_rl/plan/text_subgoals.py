@@ -15,10 +15,12 @@ import dataclasses
 import re
 from typing import Iterable, Sequence
 
-# Words of task texts that name no object or place.
-TASK_FUNCTION_WORDS = frozenset(
-    "a an the some to from in on with it its is are at of and or then you your see into under "
-    "two them put find look examine place heat hot cool cold clean cleaned heated cooled "
+from agentic_rl.data.text_table import FUNCTION_WORDS
+
+# Words of task texts that name no object or place: the text table's function words and the
+# task templates' verbs and adjectives.
+TASK_FUNCTION_WORDS = FUNCTION_WORDS | frozenset(
+    "them put find look examine place heat hot cool cold clean cleaned heated cooled "
     "turn using by light".split())
 # ALFWorld's appliances: the PDDL domain heats in a microwave, cools in a fridge and cleans in a
 # sink basin, so these templates exist before the agent has seen the appliance.

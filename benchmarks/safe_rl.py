@@ -7,6 +7,7 @@ then ``--episodes`` evaluation episodes without a shield (success and violations
 
     python benchmarks/safe_rl.py --task fetch --seeds 3 --json bench_out/safe_rl.json
     python benchmarks/safe_rl.py --task lava --seeds 3 --json bench_out/safe_rl_lava.json
+    python benchmarks/safe_rl.py --task fetch --seeds 1 --steps 20000 --set training.learning_starts=50
 """
 
 from __future__ import annotations
@@ -27,14 +28,14 @@ QUARTERS = 4  # training violations are also reported per quarter of the run
 
 
 def run(config_file: str, method: str, seed: int, steps: int, episodes: int,
-        folder: Path) -> dict:
+        folder: Path, overrides: list[str] = ()) -> dict:
     from agentic_rl.config import read_config, validate_config
     from agentic_rl.train.run import train
 
     raw = read_config(config_file, [f"training.seed={seed}", f"training.total_timesteps={steps}",
                                     f"training.num_eval_episodes={episodes}",
                                     f"training.eval_freq={steps}",
-                                    f"training.log_freq={steps // QUARTERS}"])
+                                    f"training.log_freq={steps // QUARTERS}", *overrides])
     raw["algorithm"]["name"] = method
     if not method.endswith("_lag"):  # the same config, unconstrained
         raw["algorithm"] = unconstrained(raw["algorithm"], method)
@@ -62,6 +63,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--steps", type=int, default=None, help="default: the task's budget")
     parser.add_argument("--episodes", type=int, default=100, help="evaluation episodes")
     parser.add_argument("--log-dir", default=None, help="keep the runs here (default: temp)")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="config overrides for both methods (e.g. training.learning_starts=50)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     folder = Path(args.log_dir or tempfile.mkdtemp(prefix="safe_rl_"))
@@ -69,7 +72,7 @@ def main(argv: list[str] | None = None) -> dict:
     steps = args.steps or budget
     results: dict[str, dict] = {}
     for method in methods:
-        runs = [run(config_file, method, seed, steps, args.episodes, folder)
+        runs = [run(config_file, method, seed, steps, args.episodes, folder, args.set)
                 for seed in range(args.seeds)]
         results[method] = {"runs": runs, **{f"{key}_mean": float(np.mean([r[key] for r in runs]))
                                             for key in ("success", "train_violations",
@@ -86,7 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
                           "train violations by quarter", "eval violations",
                           "per seed (success/train/eval)"], rows))
     payload = {"task": args.task, "steps": steps, "episodes": args.episodes,
-               "seeds": args.seeds, **results}
+               "seeds": args.seeds, "overrides": args.set, **results}
     write_json(args.json, payload)
     return payload
 

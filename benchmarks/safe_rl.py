@@ -16,6 +16,7 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -28,7 +29,7 @@ QUARTERS = 4  # training violations are also reported per quarter of the run
 
 
 def run(config_file: str, method: str, seed: int, steps: int, episodes: int,
-        folder: Path, overrides: list[str] = ()) -> dict:
+        folder: Path, overrides: Sequence[str] = ()) -> dict:
     from agentic_rl.config import read_config, validate_config
     from agentic_rl.train.run import train
 
@@ -43,16 +44,18 @@ def run(config_file: str, method: str, seed: int, steps: int, episodes: int,
     summary = train(config, folder / f"{method}_seed{seed}", show_progress=False)
     safety = summary["safety"]
     return {"success": summary["success_rate"], "train_violations": safety["train"]["violations"],
-            "train_violations_by_quarter": by_quarter(folder / f"{method}_seed{seed}"),
+            "train_violations_by_quarter": by_quarter(folder / f"{method}_seed{seed}", steps),
             "eval_violations": safety["eval"]["violations"]}
 
 
-def by_quarter(run_dir: Path) -> list[int]:
-    """Training violations in each quarter of the run (from the logged running total)."""
+def by_quarter(run_dir: Path, steps: int) -> list[int]:
+    """Training violations in each quarter of the run: the logged running total at the first
+    log at or after each quarter's end (so any ``training.log_freq`` override reads right)."""
     from agentic_rl.train.logger import read_metrics
 
-    totals = [0] + [int(value) for _, value in
-                    read_metrics(run_dir / "metrics.csv")["safety/violations"]][:QUARTERS]
+    logged = read_metrics(run_dir / "metrics.csv")["safety/violations"]
+    totals = [0] + [int(next((v for step, v in logged if step >= steps * k // QUARTERS),
+                             logged[-1][1])) for k in range(1, QUARTERS + 1)]
     return [after - before for before, after in zip(totals, totals[1:])]
 
 

@@ -42,7 +42,6 @@ from agentic_rl.data.storage import StorageSpec
 from agentic_rl.data.text_episode_arrays import with_final_step
 from agentic_rl.data.text_episodes import (TextEpisode, collate, discounted_returns,
                                            episodes_from_demos)
-from agentic_rl.data.text_places import place_buckets
 from agentic_rl.data.text_storage import (IMITATE, TextBatch, TextEpisodeStorage,
                                           TextStorageSettings)
 from agentic_rl.data.text_table import TextTable
@@ -51,7 +50,7 @@ from agentic_rl.nets.text_manager import TextManager
 
 __all__ = ["ManagerConfig", "TextOPD", "TextOPDConfig"]
 POLICY_INPUTS = ("task", "observation", "inventory", "previous_command", "subgoal", "commands",
-                 "history", "match", "place")
+                 "history", "match")
 
 
 class TextOPD:
@@ -73,8 +72,7 @@ class TextOPD:
         self.policy = TextPolicy(table.dim, config.hidden, config.memory,
                                  subgoal=config.manager is not None,
                                  success_head=config.success_predictor > 0,
-                                 object_match=config.object_match,
-                                 place_memory=config.place_memory).to(self.device)
+                                 object_match=config.object_match).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr)
         # the learned Manager stays on the CPU: the envs' planner runs the same object
         self.manager = LearnedManagerTrainer(manager, table, config.lr) if manager else None
@@ -202,15 +200,10 @@ class TextOPD:
 
     def _policy(self, batch: dict[str, torch.Tensor], memory: torch.Tensor | None = None,
                 success: bool = False):
-        """The policy's forward pass, with the object feature added to ``batch`` if used, and
-        the place feature rebuilt from collated episodes (acting, the envs give it)."""
+        """The policy's forward pass, with the object feature added to ``batch`` if used."""
         if self.policy.object_embed is not None:
             flags = self.table.object_in_task(batch["task"].cpu(), batch["commands"].cpu())
             batch = {**batch, "object": flags.to(self.device)}
-        if self.policy.place_embed is not None and "place" not in batch:
-            places = place_buckets(self.table, batch["task"], batch["observation"],
-                                   batch["previous_command"], batch["commands"])
-            batch = {**batch, "place": places.to(self.device)}
         return self.policy(self.embeddings(), batch, memory, success)
 
     def _subgoals(self) -> torch.Tensor | None:

@@ -121,10 +121,6 @@ class TextOPDConfig(BaseModel):
         False, description="a per-command feature: whether the command acts on a task word "
         "(the object it takes or moves, the place it goes to); sentence embeddings blur "
         "'take cd 1 from dresser 1' and 'take mug 1 from dresser 1'")
-    place_memory: bool = Field(
-        False, description="a per-command feature for 'go to X': whether X was looked at in "
-        "this episode (arrived at or opened) and whether a task word was in what was seen "
-        "there; greedy agents walked between places they had already searched")
     manager: ManagerConfig | None = None
     success_predictor: float = Field(
         0.0, ge=0, description="with the learned Manager: weight of the Worker's intrinsic "

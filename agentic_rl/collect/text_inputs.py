@@ -19,11 +19,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from agentic_rl.data.text_places import PlaceMemory
 from agentic_rl.data.text_table import TextTable, history_bucket
 
 ROW_IDS = ("task", "observation", "inventory", "previous_command", "subgoal", "expert_command")
-COMMAND_SLOTS = ("commands", "history", "match", "place")
+COMMAND_SLOTS = ("commands", "history", "match")
 EPISODE_TAGS = ("game", "episode", "labelled")
 INT_MAX = np.iinfo(np.int64).max
 
@@ -33,10 +32,9 @@ class TextInputs(gym.Wrapper):
 
     Observation (int64): ``task``, ``observation``, ``inventory``, ``previous_command``,
     ``subgoal`` and ``expert_command`` row ids (0: none; the expert's command only in episodes the
-    schedule marks for labelling), ``commands``, ``history``, ``match`` and ``place``
-    (``data.text_places``) ``[max_commands]`` (0-padded), ``game`` (index into the env's game
-    list), ``episode`` (the schedule's episode number of this slot) and ``labelled`` (1 in
-    episodes the expert labels). ``info["action_mask"] [max_commands]`` marks the admissible
+    schedule marks for labelling), ``commands``, ``history`` and ``match`` ``[max_commands]``
+    (0-padded), ``game`` (index into the env's game list), ``episode`` (the schedule's
+    episode number of this slot) and ``labelled`` (1 in episodes the expert labels). ``info["action_mask"] [max_commands]`` marks the admissible
     commands; ``info["is_success"]`` is ``info["won"]``.
 
     Args:
@@ -64,7 +62,6 @@ class TextInputs(gym.Wrapper):
         self.subgoal_age, self.game, self.episode, self.labelled = 0, 0, 0, False
         self.commands: list[str] = []
         self.trajectory: list[tuple[str, str]] = []  # (command, feedback) with a planner
-        self.places: PlaceMemory | None = None  # made at reset, from the task
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self.game, self.episode, self.labelled = self.schedule.assign(self.slot, seed)
@@ -73,7 +70,7 @@ class TextInputs(gym.Wrapper):
         self.counts.clear()
         self.previous = self.subgoal = ""
         self.subgoal_age = 0
-        self.trajectory, self.places = [], None
+        self.trajectory = []
         return self._inputs(obs, info), self._info(info)
 
     def step(self, action):
@@ -110,13 +107,7 @@ class TextInputs(gym.Wrapper):
         match = np.zeros(self.width, np.int64)
         match[:n] = self.table.match_buckets(int(out["task"]), int(out["observation"]),
                                              commands[:n])
-        if self.places is None:
-            self.places = PlaceMemory(self.table, int(out["task"]))
-        if out["previous_command"]:
-            self.places.visit(int(out["previous_command"]), int(out["observation"]))
-        place = np.zeros(self.width, np.int64)
-        place[:n] = self.places.buckets(commands[:n])
-        return {**out, "commands": commands, "history": history, "match": match, "place": place,
+        return {**out, "commands": commands, "history": history, "match": match,
                 "game": np.int64(self.game), "episode": np.int64(self.episode),
                 "labelled": np.int64(self.labelled)}
 

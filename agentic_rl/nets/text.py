@@ -21,7 +21,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from agentic_rl.data.text_places import PLACE_BUCKETS
 from agentic_rl.data.text_table import HISTORY_BUCKETS, MATCH_BUCKETS
 
 def mlp(sizes: list[int]) -> nn.Sequential:
@@ -46,13 +45,11 @@ class TextPolicy(nn.Module):
             (a logit from the detached state vector: it learns without moving the policy).
         object_match: a third per-slot feature, ``batch["object"]`` (1 where the command acts
             on a task word: ``TextTable.object_in_task``).
-        place_memory: a fourth per-slot feature, ``batch["place"]`` (for "go to X": whether X
-            was looked at in this episode and a task word was there, ``data.text_places``).
     """
 
     def __init__(self, embed_dim: int = 384, hidden: int = 256, memory: bool = True,
                  subgoal: bool = False, success_head: bool = False,
-                 object_match: bool = False, place_memory: bool = False) -> None:
+                 object_match: bool = False) -> None:
         super().__init__()
         self.embed_dim, self.hidden, self.use_subgoal = embed_dim, hidden, subgoal
         self.step_in = mlp([3 * embed_dim, hidden])  # observation, inventory, previous command
@@ -64,9 +61,7 @@ class TextPolicy(nn.Module):
         self.history_embed = nn.Embedding(HISTORY_BUCKETS, hidden + 1)
         self.match_embed = nn.Embedding(MATCH_BUCKETS, hidden + 1)
         self.object_embed = nn.Embedding(2, hidden + 1) if object_match else None
-        self.place_embed = nn.Embedding(PLACE_BUCKETS, hidden + 1) if place_memory else None
-        for embedding in (self.history_embed, self.match_embed, self.object_embed,
-                          self.place_embed):
+        for embedding in (self.history_embed, self.match_embed, self.object_embed):
             if embedding is not None:
                 nn.init.zeros_(embedding.weight)
         self.value_mlp = mlp([hidden, hidden, 1])
@@ -84,9 +79,8 @@ class TextPolicy(nn.Module):
             table: embeddings ``[V, embed_dim]`` (``TextTable.tensor()``).
             batch: int64 row ids ``task [B, T]``, ``observation [B, T]``, ``inventory [B, T]``,
                 ``previous_command [B, T]``, ``commands [B, T, N]``; ``history [B, T, N]``
-                and ``match [B, T, N]`` buckets; bool ``command_mask [B, T, N]``; with
-                ``subgoal=True`` also float ``subgoal [B, T, embed_dim]``; with the object and
-                place features also ``object`` and ``place [B, T, N]``.
+                and ``match [B, T, N]`` buckets; bool ``command_mask [B, T, N]``; with ``subgoal=True`` also float
+                ``subgoal [B, T, embed_dim]``.
             memory: GRU state ``[1, B, hidden]`` carried from earlier steps (None: zeros).
             success: also return the success head's logits ``[B, T]``.
 
@@ -116,8 +110,6 @@ class TextPolicy(nn.Module):
                  + (self.match_embed.weight @ commands.T)[batch["match"], inverse])
         if self.object_embed is not None:
             slots = slots + (self.object_embed.weight @ commands.T)[batch["object"], inverse]
-        if self.place_embed is not None:
-            slots = slots + (self.place_embed.weight @ commands.T)[batch["place"], inverse]
         logits = (scores + slots) / self.hidden ** 0.5
         logits = logits.masked_fill(~batch["command_mask"], float("-inf"))
         values = self.value_mlp(state).squeeze(-1)

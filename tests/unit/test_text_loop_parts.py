@@ -135,7 +135,6 @@ def test_the_text_learner_follows_the_contract_and_masks_commands():
     obs |= {"commands": torch.tensor([[2, 3, 4, 0], [2, 3, 4, 0]]),
             "history": torch.zeros(2, WIDTH, dtype=torch.int64),
             "match": torch.zeros(2, WIDTH, dtype=torch.int64),
-            "place": torch.zeros(2, WIDTH, dtype=torch.int64),
             "action_mask": torch.tensor([[True, True, False, False], [True] * 3 + [False]]),
             "is_first": torch.tensor([True, True])}
     for mode in ("explore", "random", "deterministic"):
@@ -179,7 +178,6 @@ def test_envs_in_labelled_episodes_play_greedily_while_exploring():
     obs |= {"commands": torch.tensor([[2, 3, 4, 0]] * 8),
             "history": torch.zeros(8, WIDTH, dtype=torch.int64),
             "match": torch.zeros(8, WIDTH, dtype=torch.int64),
-            "place": torch.zeros(8, WIDTH, dtype=torch.int64),
             "action_mask": torch.tensor([[True, True, True, False]] * 8),
             "is_first": torch.ones(8, dtype=torch.bool),
             "labelled": torch.tensor([1, 1, 1, 1, 0, 0, 0, 0])}

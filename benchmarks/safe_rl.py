@@ -62,7 +62,8 @@ def by_quarter(run_dir: Path, steps: int) -> list[int]:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="fetch", choices=list(TASKS))
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0, help="the first seed")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds seed, seed+1, ...")
     parser.add_argument("--steps", type=int, default=None, help="default: the task's budget")
     parser.add_argument("--episodes", type=int, default=100, help="evaluation episodes")
     parser.add_argument("--log-dir", default=None, help="keep the runs here (default: temp)")
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> dict:
     results: dict[str, dict] = {}
     for method in methods:
         runs = [run(config_file, method, seed, steps, args.episodes, folder, args.set)
-                for seed in range(args.seeds)]
+                for seed in range(args.seed, args.seed + args.seeds)]
         results[method] = {"runs": runs, **{f"{key}_mean": float(np.mean([r[key] for r in runs]))
                                             for key in ("success", "train_violations",
                                                         "eval_violations")},
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> dict:
                           "train violations by quarter", "eval violations",
                           "per seed (success/train/eval)"], rows))
     payload = {"task": args.task, "steps": steps, "episodes": args.episodes,
-               "seeds": args.seeds, "overrides": args.set, **results}
+               "seeds": args.seeds, "first_seed": args.seed, "overrides": args.set, **results}
     write_json(args.json, payload)
     return payload
 

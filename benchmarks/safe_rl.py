@@ -41,10 +41,11 @@ def run(config_file: str, method: str, seed: int, steps: int, episodes: int,
     if not method.endswith("_lag"):  # the same config, unconstrained
         raw["algorithm"] = unconstrained(raw["algorithm"], method)
     config = validate_config(raw)
-    summary = train(config, folder / f"{method}_seed{seed}", show_progress=False)
+    run_dir = folder / f"{method}_seed{seed}"
+    summary = train(config, run_dir, show_progress=False)
     safety = summary["safety"]
     return {"success": summary["success_rate"], "train_violations": safety["train"]["violations"],
-            "train_violations_by_quarter": by_quarter(folder / f"{method}_seed{seed}", steps),
+            "train_violations_by_quarter": by_quarter(run_dir, steps),
             "eval_violations": safety["eval"]["violations"]}
 
 

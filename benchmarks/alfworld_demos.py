@@ -72,7 +72,7 @@ def games_of(base: dict, task_types: list[str], exclude: list[str]) -> dict:
     from agentic_rl.collect.text_envs import demo_games
     from agentic_rl.envs.alfworld.data import list_games
 
-    done = demo_games(exclude) if exclude else set()
+    done = demo_games(exclude)
     games = [str(g) for g in list_games(base["split"], base["data_path"], task_types)]
     left = [g for g in games if g not in done]
     if not left:

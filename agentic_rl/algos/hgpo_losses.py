@@ -148,3 +148,16 @@ def penalise_missed(batch: dict[str, torch.Tensor], kept: torch.Tensor, penalty:
                                            batch["reward"]),
             "terminated": torch.where(hit, torch.ones_like(batch["terminated"]),
                                       batch["terminated"])}
+
+
+def relative_goal_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """HIRO's goal transition for a Worker batch: the (possibly relabelled) absolute subgoal
+    ``desired_goal [B, G]`` becomes the offset still to go, appended to each state, so
+    ``obs [B, o]`` -> ``[obs, g - achieved_goal] [B, o + G]`` and ``next_obs`` ->
+    ``[next_obs, g - next_achieved_goal]``; ``desired_goal`` leaves the batch. Rewards and
+    terminations were computed on the absolute goal and stay."""
+    out = {k: v for k, v in batch.items() if k != "desired_goal"}
+    goal = batch["desired_goal"]
+    out["obs"] = torch.cat([batch["obs"], goal - batch["achieved_goal"]], dim=-1)
+    out["next_obs"] = torch.cat([batch["next_obs"], goal - batch["next_achieved_goal"]], dim=-1)
+    return out

@@ -19,6 +19,11 @@ bounds how far a waypoint may lie, and a hindsight subgoal is the offset actuall
 With ``planner`` a landmark graph over visited states (``hgpo_planner``) sets the subgoals of
 evaluation episodes (``use: eval``) or of every episode: waypoints on shortest routes whose
 edge lengths the Worker's critic gives.
+
+With ``worker_goal_input: relative`` the Worker's networks read the offset still to go,
+``subgoal - achieved_goal``, recomputed every step, appended to its observation (HIRO's goal
+transition as the network sees it); its replay keeps absolute subgoals, so HER and the rewards
+are unchanged, and ``relative_goal_inputs`` converts each sampled batch.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.hgpo import level_metrics
 from agentic_rl.algos.hgpo_diagnostics import SubgoalStats
 from agentic_rl.algos.hgpo_losses import (distance_intrinsic_reward, hindsight_subgoals,
-                                         penalise_missed)
+                                         penalise_missed, relative_goal_inputs)
 from agentic_rl.algos.hgpo_planner import LandmarkGraph, steps_from_q
 from agentic_rl.algos.hgpo_sac_config import HGPOSACConfig, SACLevelConfig
 from agentic_rl.algos.spaces import resolve_device, spaces_of
@@ -80,15 +85,23 @@ class HGPOSAC:
         goal_dim, act_dim = spaces["goal_dim"], spaces["act_dim"]
         self.goal_dim = goal_dim
 
-        def level(level_cfg: SACLevelConfig, act: int, low, high) -> SAC:
-            obs_dim = sum(spaces["obs"][k] for k in level_cfg.obs_keys)
-            level_spaces = {"obs_dim": obs_dim, "goal_dim": goal_dim, "act_dim": act,
+        self.relative_worker = cfg.worker_goal_input == "relative"
+        self.stored_obs_dim = {name: sum(spaces["obs"][k] for k in level_cfg.obs_keys)
+                               for name, level_cfg in (("worker", cfg.worker),
+                                                       ("manager", cfg.manager))}
+
+        def level(name: str, level_cfg: SACLevelConfig, act: int, low, high) -> SAC:
+            # a relative Worker reads its goal as part of the observation (no goal input)
+            appended = name == "worker" and self.relative_worker
+            level_spaces = {"obs_dim": self.stored_obs_dim[name] + (goal_dim if appended else 0),
+                            "goal_dim": 0 if appended else goal_dim, "act_dim": act,
                             "action_low": low, "action_high": high}
             return SAC(level_cfg.sac_config(), level_spaces, device, clip_obs)
 
         bound = np.full(goal_dim, cfg.goal_scale, dtype=np.float32)
-        self.manager = level(cfg.manager, goal_dim, -bound, bound)
-        self.worker = level(cfg.worker, act_dim, spaces["action_low"], spaces["action_high"])
+        self.manager = level("manager", cfg.manager, goal_dim, -bound, bound)
+        self.worker = level("worker", cfg.worker, act_dim, spaces["action_low"],
+                            spaces["action_high"])
         self.generator = torch.Generator().manual_seed(seed)
         self.goal_fns = None  # the env's goal functions, from the storage spec
         self.worker_goal_fns = None  # the same, with the Worker's reward (worker_reward)
@@ -133,8 +146,11 @@ class HGPOSAC:
                 "desired_goal": obs["desired_goal"]}
 
     def worker_obs(self, obs: dict[str, torch.Tensor], goal: torch.Tensor):
-        return {"observation": level_input(obs, self.config.worker.obs_keys),
-                "desired_goal": goal}
+        """The Worker's act input for subgoals ``goal [N, G]`` (see ``worker_goal_input``)."""
+        own = level_input(obs, self.config.worker.obs_keys)
+        if self.relative_worker:
+            return {"observation": torch.cat([own, goal - obs["achieved_goal"].float()], -1)}
+        return {"observation": own, "desired_goal": goal}
 
     @torch.no_grad()
     def act(self, obs: dict[str, torch.Tensor], state: SubgoalState | None,
@@ -255,7 +271,7 @@ class HGPOSAC:
     def make_storage(self, spec: StorageSpec) -> PeriodStorage:
         self.set_goal_functions(spec.goal_fns)
         levels = {name: LevelSettings(
-            sac.obs_normalizer.mean.shape[0], self.goal_dim, sac.action_low.shape[0],
+            self.stored_obs_dim[name], self.goal_dim, sac.action_low.shape[0],
             level_cfg.batch_size, level_cfg.her, level_cfg.update_every,
             ("missed",) if name == "manager" and self.config.subgoal_testing > 0 else (),
             self.worker_goal_fns if name == "worker" else None)
@@ -268,7 +284,12 @@ class HGPOSAC:
         """Normaliser statistics from one finished episode: its ``worker`` and ``manager``
         transitions as the storage keeps them (fields ``[L, ...]``)."""
         for sac, steps in ((self.worker, episode["worker"]), (self.manager, episode["manager"])):
-            sac.observe(episode_states(steps))
+            states = episode_states(steps)
+            if sac is self.worker and self.relative_worker:
+                goal = torch.cat([steps["desired_goal"], steps["desired_goal"][-1:]])
+                states = {"observation": torch.cat(
+                    [states["observation"], goal - states["achieved_goal"]], -1)}
+            sac.observe(states)
 
     def eval_diagnostics(self) -> SubgoalStats | None:
         """Subgoal quality of evaluation episodes (``train.evaluate``); None for a learner
@@ -281,7 +302,9 @@ class HGPOSAC:
         replay batch as ``SAC.update`` takes it); metrics prefixed by level."""
         metrics: dict[str, float] = {}
         if "worker" in batch:
-            metrics |= level_metrics(self.worker.update(batch["worker"]), "worker")
+            worker_batch = (relative_goal_inputs(batch["worker"]) if self.relative_worker
+                            else batch["worker"])
+            metrics |= level_metrics(self.worker.update(worker_batch), "worker")
             if self.graph is not None and self.storage is not None \
                     and self.worker.num_updates % self.planner.refresh_every == 0:
                 rows = self.storage.replays["worker"].sample(self.planner.candidates,

@@ -54,6 +54,11 @@ class HGPOSACConfig(BaseModel):
     worker_reward: Literal["env", "distance"] = Field(
         "env", description="the Worker's reward against its subgoal: env (the env's own reward "
         "function, e.g. sparse 0 / -1) or distance (HIRO: -||achieved' - subgoal||, dense)")
+    worker_goal_input: Literal["absolute", "relative"] = Field(
+        "absolute", description="the goal the Worker's networks read: absolute (the subgoal "
+        "point) or relative (HIRO: subgoal minus the achieved goal, recomputed every step, so "
+        "one skill such as 'two metres north' serves every place; leave the agent's own "
+        "position out of worker.obs_keys to make the Worker translation invariant)")
     planner: PlannerConfig | None = Field(
         None, description="subgoals from a graph over visited states (hgpo_planner); None: "
         "the learned Manager's")
@@ -61,10 +66,13 @@ class HGPOSACConfig(BaseModel):
     worker: SACLevelConfig = Field(default_factory=SACLevelConfig)
 
     @model_validator(mode="after")
-    def _planner_reads_sparse_values(self) -> "HGPOSACConfig":
+    def _planner_reads_the_workers_values(self) -> "HGPOSACConfig":
         if self.planner is not None and self.worker_reward == "distance":
             raise ValueError("algorithm.planner reads step counts from a Worker trained on the "
                              "env's sparse reward; it cannot with worker_reward: distance")
+        if self.planner is not None and self.worker_goal_input == "relative":
+            raise ValueError("algorithm.planner values landmark pairs with the Worker's critic "
+                             "on absolute goals; it cannot with worker_goal_input: relative")
         return self
 
     @model_validator(mode="after")

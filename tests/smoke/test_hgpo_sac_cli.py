@@ -48,3 +48,21 @@ def test_smoke_relative_tested_subgoals_train_and_resume(tmp_path):
     run_dir = tmp_path / "hgpo_pointmaze_seed0"
     assert json.loads((run_dir / "summary.json").read_text())["env_steps"] == 800
     assert ",hgpo/missed_tested_share," in (run_dir / "metrics.csv").read_text()
+
+
+def test_smoke_relative_worker_input_trains_resumes_and_evaluates(tmp_path, capsys):
+    base = ["train", str(REPO / "configs" / "hgpo_pointmaze.yaml"), "--log-dir", str(tmp_path),
+            "--no-progress", "environment.name=agentic_rl/PointMaze_UMaze-v3",
+            "environment.kwargs.max_episode_steps=50", "training.learning_starts=200",
+            "training.eval_freq=400", "training.log_freq=200", "training.checkpoint_freq=400",
+            "training.num_eval_episodes=2", "algorithm.planner=null",
+            "algorithm.subgoals=relative", "algorithm.worker_goal_input=relative",
+            "algorithm.worker_reward=distance", "algorithm.goal_scale=1.0",
+            "algorithm.manager.obs_keys=[observation,achieved_goal]"]
+    assert main([*base, "training.total_timesteps=600"]) == 0
+    assert main([*base, "training.total_timesteps=800", "--resume"]) == 0
+    run_dir = tmp_path / "hgpo_pointmaze_seed0"
+    assert json.loads((run_dir / "summary.json").read_text())["env_steps"] == 800
+    capsys.readouterr()
+    assert main(["eval", str(run_dir), "--episodes", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["episodes"] == 2

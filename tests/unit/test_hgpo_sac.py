@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from agentic_rl.algos.hgpo_losses import relative_goal_inputs
 from agentic_rl.algos.hgpo_sac import HGPOSAC, HGPOSACConfig, hindsight_subgoals
 from agentic_rl.envs.goal import GoalFunctions, goal_functions
 from agentic_rl.envs.make import make_env
@@ -244,6 +245,57 @@ def test_relative_hindsight_subgoal_is_the_offset_travelled():
     algo.update({"manager": batch})
     # travelled (1, 1) in a box of half-width goal_scale = 2: (0.5, 0.5) in the Manager's units
     torch.testing.assert_close(seen["action"], torch.tensor([[0.5, 0.5]]))
+
+
+def test_relative_goal_inputs_by_hand():
+    batch = {"obs": torch.tensor([[1.0, 2.0]]), "next_obs": torch.tensor([[3.0, 4.0]]),
+             "desired_goal": torch.tensor([[5.0, 5.0]]), "achieved_goal": torch.tensor([[1.0, 0.0]]),
+             "next_achieved_goal": torch.tensor([[2.0, 6.0]]), "reward": torch.tensor([-1.0])}
+    out = relative_goal_inputs(batch)
+    torch.testing.assert_close(out["obs"], torch.tensor([[1.0, 2.0, 4.0, 5.0]]))
+    torch.testing.assert_close(out["next_obs"], torch.tensor([[3.0, 4.0, 3.0, -1.0]]))
+    assert "desired_goal" not in out and torch.equal(out["reward"], batch["reward"])
+
+
+def test_relative_worker_acts_the_same_wherever_the_same_offset_is():
+    shift = torch.tensor([[3.0, -2.0], [0.5, 4.0]])
+    obs = obs_of(2, [True, True])
+    moved = {**obs, "achieved_goal": obs["achieved_goal"] + shift}
+    for goal_input, invariant in (("relative", True), ("absolute", False)):
+        algo = make_algo(subgoals="relative", worker_goal_input=goal_input)
+        here, _, extras = algo.act(obs, None, "deterministic")
+        there, _, moved_extras = algo.act(moved, None, "deterministic")
+        torch.testing.assert_close(moved_extras["goal"], extras["goal"] + shift)
+        assert torch.allclose(here, there) == invariant
+
+
+def test_relative_worker_learns_from_absolute_replay_rows():
+    algo = make_algo(worker_goal_input="relative", worker_reward="distance")
+    fns = GoalFunctions(lambda a, d: -(a - d).norm(dim=-1),
+                        lambda a, d: ((a - d).norm(dim=-1) < 0.5).float(), True)
+    storage = algo.make_storage(StorageSpec(1, 100, 10, 0, fns, 0))
+    assert storage.replays["worker"].storage["obs"].shape[-1] == 4  # stored as the env gave it
+    assert algo.worker.obs_normalizer.mean.shape[0] == 6 and not algo.worker.goal_conditioned
+    steps = {"obs": torch.randn(3, 4), "next_obs": torch.randn(3, 4),
+             "achieved_goal": torch.randn(3, 2), "next_achieved_goal": torch.randn(3, 2),
+             "desired_goal": torch.full((3, 2), 2.0)}
+    algo.worker.observe = lambda states: seen.update(states)
+    seen: dict = {}
+    algo.manager.observe = lambda states: None
+    algo.observe({"worker": steps, "manager": steps})
+    final_offset = 2.0 - steps["next_achieved_goal"][-1]
+    torch.testing.assert_close(seen["observation"][-1], torch.cat([steps["next_obs"][-1],
+                                                                  final_offset]))
+    assert seen["observation"].shape == (4, 6)
+    batch = {**steps, "action": torch.rand(3, 2) * 2 - 1, "reward": torch.zeros(3),
+             "terminated": torch.zeros(3)}
+    metrics = make_algo(worker_goal_input="relative").update({"worker": batch})
+    assert math.isfinite(metrics["losses/worker_critic_loss"])
+
+
+def test_the_planner_needs_absolute_worker_goals():
+    with pytest.raises(ValueError, match="worker_goal_input"):
+        HGPOSACConfig(worker_goal_input="relative", planner={"landmarks": 8})
 
 
 def test_subgoal_stats_by_hand():

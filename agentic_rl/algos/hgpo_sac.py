@@ -18,7 +18,9 @@ bounds how far a waypoint may lie, and a hindsight subgoal is the offset actuall
 
 With ``planner`` a landmark graph over visited states (``hgpo_planner``) sets the subgoals of
 evaluation episodes (``use: eval``) or of every episode: waypoints on shortest routes whose
-edge lengths the Worker's critic gives.
+edge lengths the Worker's critic gives. The graph is rebuilt every ``refresh_every`` Worker updates; with
+``use: eval`` a rebuild that falls due waits for the next evaluation's first planned step, so
+training pays for one build per evaluation, not one per refresh.
 
 With ``worker_goal_input: relative`` the Worker's networks read the offset still to go,
 ``subgoal - achieved_goal``, recomputed every step, appended to its observation (HIRO's goal
@@ -112,6 +114,8 @@ class HGPOSAC:
         self.graph = None if self.planner is None else LandmarkGraph(
             self.planner, self.worker_steps, lambda a, g: self.goal_fns.success_fn(a, g))
         self.storage: PeriodStorage | None = None  # the planner's landmarks come from it
+        self.graph_owed = False  # use: eval; a rebuild fell due since the last evaluation
+        self.planner_metrics: dict[str, float] = {}  # of a build in act, logged by update
 
     @classmethod
     def from_config(cls, config: Any, env: Any) -> HGPOSAC:
@@ -187,6 +191,8 @@ class HGPOSAC:
                           if mode == "explore" else torch.zeros(n, dtype=torch.bool))
                 testing = torch.where(new, tested, testing)
         hop = None
+        if mode == "deterministic" and self.graph_owed and self.storage is not None:
+            self.planner_metrics, self.graph_owed = self.refresh_graph(), False
         if self.plans(mode):
             goal, goal_unit, hop = self.planned_subgoals(obs, new, state)
         action, unit_action = self._worker_act(self.worker_obs(obs, goal), mode, testing)
@@ -307,11 +313,12 @@ class HGPOSAC:
             metrics |= level_metrics(self.worker.update(worker_batch), "worker")
             if self.graph is not None and self.storage is not None \
                     and self.worker.num_updates % self.planner.refresh_every == 0:
-                rows = self.storage.replays["worker"].sample(self.planner.candidates,
-                                                             self.generator)
-                failed = self.graph.failed_hops
-                metrics |= self.graph.build(rows["obs"], rows["achieved_goal"])
-                metrics["planner/failed_hops"] = float(failed)  # since the previous build
+                if self.planner.use == "eval":  # built where an evaluation first plans (act)
+                    self.graph_owed = True
+                else:
+                    metrics |= self.refresh_graph()
+            metrics |= self.planner_metrics
+            self.planner_metrics = {}
         if "manager" in batch:
             manager_batch = dict(batch["manager"])
             achieved = manager_batch["next_achieved_goal"]
@@ -326,12 +333,21 @@ class HGPOSAC:
             metrics |= level_metrics(self.manager.update(manager_batch), "manager")
         return metrics
 
+    def refresh_graph(self) -> dict[str, float]:
+        """Rebuild the landmark graph from ``planner.candidates`` Worker replay rows; the
+        graph's metrics and the hops that failed since the previous build."""
+        rows = self.storage.replays["worker"].sample(self.planner.candidates, self.generator)
+        failed = self.graph.failed_hops
+        return {**self.graph.build(rows["obs"], rows["achieved_goal"]),
+                "planner/failed_hops": float(failed)}
+
     # ----------------------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
         state = {"manager": self.manager.state_dict(), "worker": self.worker.state_dict(),
                  "generator": self.generator.get_state()}
         if self.graph is not None:
-            state["planner"] = self.graph.state_dict()
+            state["planner"] = {**self.graph.state_dict(),
+                                "owed": torch.tensor(self.graph_owed)}
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -340,3 +356,4 @@ class HGPOSAC:
         self.generator.set_state(state["generator"])
         if self.graph is not None:
             self.graph.load_state_dict(state["planner"])
+            self.graph_owed = bool(state["planner"].get("owed", False))

@@ -5,6 +5,7 @@ around a wall and the planner inside the learner."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -197,3 +198,42 @@ def test_planner_distances_default_to_the_period():
     small = {"hidden_sizes": [8, 8], "batch_size": 4}
     algo = HGPOSAC(HGPOSACConfig(period=5, manager=small, worker=small, planner={}), SPACES)
     assert algo.graph.config.max_distance == 5.0 and algo.graph.config.patience == 10
+
+
+class FakeWorkerReplay:
+    """Stands in for the Worker's replay: random candidate rows for a graph build."""
+
+    def sample(self, count: int, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        return {"obs": torch.randn(8, 4, generator=generator),
+                "achieved_goal": 3 * torch.randn(8, 2, generator=generator)}
+
+
+@pytest.mark.parametrize("use", ["eval", "train_and_eval"])
+def test_an_eval_only_graph_is_built_when_evaluation_first_plans(use):
+    small = {"hidden_sizes": [8, 8], "batch_size": 4}
+    cfg = HGPOSACConfig(period=3, goal_scale=2.0, manager=small, worker=small, planner={
+        "landmarks": 4, "max_distance": 7.0, "use": use, "refresh_every": 2})
+    algo = HGPOSAC(cfg, SPACES, seed=0)
+    algo.set_goal_functions(GoalFunctions(success, success, True))
+    algo.storage = SimpleNamespace(replays={"worker": FakeWorkerReplay()})
+    batch = {"obs": torch.randn(4, 4), "action": torch.rand(4, 2) * 2 - 1,
+             "reward": torch.zeros(4), "next_obs": torch.randn(4, 4), "terminated": torch.zeros(4),
+             "desired_goal": torch.randn(4, 2)}
+    first = algo.update({"worker": batch})
+    second = algo.update({"worker": batch})  # the second Worker update: a rebuild falls due
+    assert "planner/connected_pairs" not in first
+    assert algo.graph.ready == (use == "train_and_eval") == ("planner/connected_pairs" in second)
+    assert algo.graph_owed == (use == "eval")
+    resumed = HGPOSAC(cfg, SPACES, seed=0)
+    resumed.load_state_dict(algo.state_dict())
+    assert resumed.graph_owed == algo.graph_owed
+    obs = {"observation": torch.randn(2, 4), "achieved_goal": torch.randn(2, 2),
+           "desired_goal": torch.randn(2, 2)}
+    algo.act(obs, None, "explore")  # training steps never build it
+    assert algo.graph.ready == (use == "train_and_eval")
+    algo.act(obs, None, "deterministic")
+    assert algo.graph.ready and not algo.graph_owed
+    logged = algo.update({"worker": batch})  # the evaluation's build, logged once
+    assert ("planner/connected_pairs" in logged) == (use == "eval")
+    fourth = algo.update({"worker": batch})  # due again: built here in train_and_eval only
+    assert ("planner/connected_pairs" in fourth) == (use == "train_and_eval")

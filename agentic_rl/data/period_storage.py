@@ -71,9 +71,10 @@ class PeriodRecorder:
                  "desired_goal": transition["desired_goal"], "action": extras["goal_unit"]}
         if not self.start:
             self.start = {k: v.clone() for k, v in start.items()}
-        for key, value in start.items():
-            self.start[key][new] = value[new]
-        self.reward[new] = 0.0
+        if new.any():  # most steps start no period: skip the masked writes
+            for key, value in start.items():
+                self.start[key][new] = value[new]
+            self.reward[new] = 0.0
         self.reward += transition["reward"]
         ended = []
         for env in torch.nonzero(extras["period_end"] | episode_end).flatten().tolist():

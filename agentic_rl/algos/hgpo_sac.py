@@ -18,9 +18,9 @@ bounds how far a waypoint may lie, and a hindsight subgoal is the offset actuall
 
 With ``planner`` a landmark graph over visited states (``hgpo_planner``) sets the subgoals of
 evaluation episodes (``use: eval``) or of every episode: waypoints on shortest routes whose
-edge lengths the Worker's critic gives. The graph is rebuilt every ``refresh_every`` Worker updates; with
-``use: eval`` a rebuild that falls due waits for the next evaluation's first planned step, so
-training pays for one build per evaluation, not one per refresh.
+edge lengths the Worker's critic gives. The graph is rebuilt every ``refresh_every`` Worker
+updates; with ``use: eval`` a rebuild that falls due waits for the next evaluation's first
+planned step, so training pays for one build per evaluation, not one per refresh.
 
 With ``worker_goal_input: relative`` the Worker's networks read the offset still to go,
 ``subgoal - achieved_goal``, recomputed every step, appended to its observation (HIRO's goal

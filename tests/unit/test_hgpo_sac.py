@@ -249,7 +249,8 @@ def test_relative_hindsight_subgoal_is_the_offset_travelled():
 
 def test_relative_goal_inputs_by_hand():
     batch = {"obs": torch.tensor([[1.0, 2.0]]), "next_obs": torch.tensor([[3.0, 4.0]]),
-             "desired_goal": torch.tensor([[5.0, 5.0]]), "achieved_goal": torch.tensor([[1.0, 0.0]]),
+             "desired_goal": torch.tensor([[5.0, 5.0]]),
+             "achieved_goal": torch.tensor([[1.0, 0.0]]),
              "next_achieved_goal": torch.tensor([[2.0, 6.0]]), "reward": torch.tensor([-1.0])}
     out = relative_goal_inputs(batch)
     torch.testing.assert_close(out["obs"], torch.tensor([[1.0, 2.0, 4.0, 5.0]]))

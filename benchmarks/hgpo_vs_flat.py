@@ -45,7 +45,8 @@ from agentic_rl.train.setup import build_algo
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 FLAT = {"keydoor": "ppo_keydoor", "pointmaze": "sac_her_pointmaze",
         "pointmaze_large": "sac_her_pointmaze_large", "antmaze": "sac_her_antmaze"}
-SUBGOAL_KEYS = ("subgoal_reached_rate", "subgoal_saturation", "subgoal_path_distance")
+SUBGOAL_KEYS = ("subgoal_reached_rate", "subgoal_saturation", "subgoal_path_distance",
+                "subgoal_distance")
 
 
 def run(config: dict[str, Any], seed: int, budget: int,

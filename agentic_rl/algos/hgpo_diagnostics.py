@@ -8,7 +8,9 @@ subgoal (one period):
   the period;
 * saturation: the share of the subgoal's coordinates within 2% of the box's width of its edge
   (``|u| >= 0.96`` for the Manager's action ``u`` in ``[-1, 1]``);
-* path distance: the distance from the subgoal to the nearest achieved goal of its episode.
+* path distance: the distance from the subgoal to the nearest achieved goal of its episode;
+* distance: how far the subgoal lies from the achieved goal where it was set (a high reached
+  rate means little when the subgoals are where the agent already stands).
 """
 
 from __future__ import annotations
@@ -33,14 +35,18 @@ class SubgoalStats:
         self.reached: list[bool] = []
         self.saturated: list[float] = []
         self.path_distances: list[float] = []
+        self.distances: list[float] = []
         self._active: list[torch.Tensor] = []  # this episode's subgoal at each step [G]
         self._path: list[torch.Tensor] = []  # this episode's achieved goal after each step [G]
         self._set_at: list[int] = []  # the step each of this episode's subgoals was set
 
-    def step(self, extras: dict[str, torch.Tensor], next_achieved: torch.Tensor) -> None:
+    def step(self, extras: dict[str, torch.Tensor], achieved: torch.Tensor,
+             next_achieved: torch.Tensor) -> None:
         """One env step of a batch of one: ``extras`` from ``act`` (``new_goal [1]``,
-        ``goal`` / ``goal_unit [1, G]``), ``next_achieved [1, G]`` the achieved goal after it."""
+        ``goal`` / ``goal_unit [1, G]``), ``achieved`` / ``next_achieved [1, G]`` the achieved
+        goal before and after it."""
         if bool(extras["new_goal"][0]):
+            self.distances.append(float((extras["goal"][0].float() - achieved[0].float()).norm()))
             self._set_at.append(len(self._path))
             self.saturated.append(float((extras["goal_unit"][0].abs() >= 1 - 2 * EDGE)
                                         .float().mean()))
@@ -59,11 +65,12 @@ class SubgoalStats:
         self._active, self._path, self._set_at = [], [], []
 
     def metrics(self) -> dict[str, float]:
-        """``subgoal_reached_rate``, ``subgoal_saturation``, ``subgoal_path_distance``: means
-        over every subgoal set so far (NaN before the first)."""
+        """``subgoal_reached_rate``, ``subgoal_saturation``, ``subgoal_path_distance``,
+        ``subgoal_distance``: means over every subgoal set so far (NaN before the first)."""
         def mean(values: list) -> float:
             return float(np.mean(values)) if values else float("nan")
 
         return {"subgoal_reached_rate": mean(self.reached),
                 "subgoal_saturation": mean(self.saturated),
-                "subgoal_path_distance": mean(self.path_distances)}
+                "subgoal_path_distance": mean(self.path_distances),
+                "subgoal_distance": mean(self.distances)}

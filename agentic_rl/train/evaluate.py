@@ -83,7 +83,8 @@ def evaluate(algo, env: gym.Env, episodes: int, seed: int, keep_episodes: bool =
                 monitor.check(np.asarray(obs["observation"])[None], action.numpy(),
                               np.array([length]), inputs=obs_t)
             if diagnostics is not None:
-                diagnostics.step(extras, torch.as_tensor(obs["achieved_goal"])[None])
+                diagnostics.step(extras, obs_t["achieved_goal"],
+                                 torch.as_tensor(obs["achieved_goal"])[None])
             total, length, done = total + float(reward), length + 1, terminated or truncated
         if diagnostics is not None:
             diagnostics.end_episode()

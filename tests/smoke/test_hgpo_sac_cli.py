@@ -30,6 +30,7 @@ def test_smoke_hgpo_sac_train_resume_eval(tmp_path, capsys):
     assert main(["eval", str(run_dir), "--episodes", "2"]) == 0
     evaluated = json.loads(capsys.readouterr().out)
     assert evaluated["episodes"] == 2 and "subgoal_path_distance" in evaluated
+    assert evaluated["subgoal_distance"] >= 0
     property_file = REPO / "configs" / "safety" / "fetch_reach_action_bounds.yaml"
     assert main(["verify", str(run_dir), "--property", str(property_file)]) == 2
     err = capsys.readouterr().err.strip()

@@ -309,14 +309,19 @@ def test_subgoal_stats_by_hand():
     path = [[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [3.0, 0.0]]
     goals = [([1.0, 0.05], [0.5, 0.99]), ([1.0, 0.05], [0.5, 0.99]),  # reached at step 1
              ([3.0, 4.0], [1.0, -1.0]), ([3.0, 4.0], [1.0, -1.0])]    # 4 from the path's end
+    before = [[0.0, 0.0], *path[:-1]]
     for t, (goal, unit) in enumerate(goals):
         stats.step({"new_goal": torch.tensor([t % 2 == 0]), "goal": torch.tensor([goal]),
-                    "goal_unit": torch.tensor([unit])}, torch.tensor([path[t]]))
+                    "goal_unit": torch.tensor([unit])}, torch.tensor([before[t]]),
+                   torch.tensor([path[t]]))
     stats.end_episode()
     metrics = stats.metrics()
     assert metrics["subgoal_reached_rate"] == 0.5
     assert metrics["subgoal_saturation"] == pytest.approx((0.5 + 1.0) / 2)
     assert metrics["subgoal_path_distance"] == pytest.approx((0.05 + 4.0) / 2)
+    # set at (0, 0) and at (1, 0): 1.00125 and 4.47214 away
+    assert metrics["subgoal_distance"] == pytest.approx((math.hypot(1.0, 0.05)
+                                                         + math.hypot(2.0, 4.0)) / 2)
     assert math.isnan(SubgoalStats(success).metrics()["subgoal_reached_rate"])
 
 

@@ -57,7 +57,7 @@ class HGPOSACConfig(BaseModel):
     worker_goal_input: Literal["absolute", "relative"] = Field(
         "absolute", description="the goal the Worker's networks read: absolute (the subgoal "
         "point) or relative (HIRO: subgoal minus the achieved goal, recomputed every step, so "
-        "one skill such as 'two metres north' serves every place; leave the agent's own "
+        "one skill such as 'two units north' serves every place; leave the agent's own "
         "position out of worker.obs_keys to make the Worker translation invariant)")
     planner: PlannerConfig | None = Field(
         None, description="subgoals from a graph over visited states (hgpo_planner); None: "

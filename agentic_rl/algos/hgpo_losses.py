@@ -150,6 +150,13 @@ def penalise_missed(batch: dict[str, torch.Tensor], kept: torch.Tensor, penalty:
                                       batch["terminated"])}
 
 
+def offset_appended(obs: torch.Tensor, goal: torch.Tensor, achieved: torch.Tensor
+                    ) -> torch.Tensor:
+    """``[B, o + G]``: ``obs [B, o]`` with the offset still to go, ``goal - achieved [B, G]``,
+    appended (what a Worker with ``worker_goal_input: relative`` reads)."""
+    return torch.cat([obs, goal - achieved], dim=-1)
+
+
 def relative_goal_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """HIRO's goal transition for a Worker batch: the (possibly relabelled) absolute subgoal
     ``desired_goal [B, G]`` becomes the offset still to go, appended to each state, so
@@ -158,6 +165,6 @@ def relative_goal_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tens
     terminations were computed on the absolute goal and stay."""
     out = {k: v for k, v in batch.items() if k != "desired_goal"}
     goal = batch["desired_goal"]
-    out["obs"] = torch.cat([batch["obs"], goal - batch["achieved_goal"]], dim=-1)
-    out["next_obs"] = torch.cat([batch["next_obs"], goal - batch["next_achieved_goal"]], dim=-1)
+    out["obs"] = offset_appended(batch["obs"], goal, batch["achieved_goal"])
+    out["next_obs"] = offset_appended(batch["next_obs"], goal, batch["next_achieved_goal"])
     return out

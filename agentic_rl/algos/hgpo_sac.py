@@ -40,7 +40,8 @@ from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.hgpo import level_metrics
 from agentic_rl.algos.hgpo_diagnostics import SubgoalStats
 from agentic_rl.algos.hgpo_losses import (distance_intrinsic_reward, hindsight_subgoals,
-                                         penalise_missed, relative_goal_inputs)
+                                         offset_appended, penalise_missed,
+                                         relative_goal_inputs)
 from agentic_rl.algos.hgpo_planner import LandmarkGraph, steps_from_q
 from agentic_rl.algos.hgpo_sac_config import HGPOSACConfig, SACLevelConfig
 from agentic_rl.algos.spaces import resolve_device, spaces_of
@@ -153,7 +154,7 @@ class HGPOSAC:
         """The Worker's act input for subgoals ``goal [N, G]`` (see ``worker_goal_input``)."""
         own = level_input(obs, self.config.worker.obs_keys)
         if self.relative_worker:
-            return {"observation": torch.cat([own, goal - obs["achieved_goal"].float()], -1)}
+            return {"observation": offset_appended(own, goal, obs["achieved_goal"].float())}
         return {"observation": own, "desired_goal": goal}
 
     @torch.no_grad()
@@ -293,8 +294,8 @@ class HGPOSAC:
             states = episode_states(steps)
             if sac is self.worker and self.relative_worker:
                 goal = torch.cat([steps["desired_goal"], steps["desired_goal"][-1:]])
-                states = {"observation": torch.cat(
-                    [states["observation"], goal - states["achieved_goal"]], -1)}
+                states = {"observation": offset_appended(states["observation"], goal,
+                                                         states["achieved_goal"])}
             sac.observe(states)
 
     def eval_diagnostics(self) -> SubgoalStats | None:

@@ -153,6 +153,32 @@ def test_env_reset_step_and_expert_wins_every_type(generated: Path) -> None:
     assert wins == {task: True for task in TASK_TYPES}
 
 
+def test_put_as_tracked_rewrites_only_the_move_command() -> None:
+    from agentic_rl.envs.alfworld.expert import put_as_tracked
+
+    assert put_as_tracked("move alarmclock 2 to dresser 1") == "put alarmclock 2 in/on dresser 1"
+    assert put_as_tracked("go to dresser 1") == "go to dresser 1"
+    assert put_as_tracked("take mug 1 from desk 1") == "take mug 1 from desk 1"
+
+
+def test_handcoded_expert_alone_puts_the_second_object(generated: Path) -> None:
+    """ALFWorld 0.4's expert, which tracks "put" but issues "move", never placed the second
+    object of a pick_two game (the generated one: lost in 40 steps without the fix)."""
+    from agentic_rl.envs.alfworld.gym_env import ALFWorldEnv
+
+    env = ALFWorldEnv(data_path=str(generated), max_steps=40, use_planner=False,
+                      task_types=["pick_two_obj_and_place"])
+    for index in range(len(env.games)):
+        obs, info = env.reset(seed=index, options={"game_index": index})
+        moves = 0
+        while True:
+            moves += info["expert_command"].startswith("move ")
+            obs, reward, terminated, truncated, info = env.step(info["expert_action"])
+            if terminated or truncated:
+                break
+        assert terminated and moves == 2
+
+
 def test_invalid_index_is_a_no_op(generated: Path) -> None:
     from agentic_rl.envs.alfworld.gym_env import ALFWorldEnv
 

@@ -288,9 +288,15 @@ def make_engine(fast: bool = True, infos: textworld.EnvInfos | None = None,
 def _guarded(expert_class: type) -> type:
     """ALFWorld's expert wrapper whose handcoded expert has no command (instead of crashing
     the step) on states it cannot handle: some states an agent reaches, though never the expert
-    itself, make it ``random.choice`` from an empty list."""
+    itself, make it ``random.choice`` from an empty list. Its handcoded agent is
+    :func:`~agentic_rl.envs.alfworld.expert.handcoded_agent_class` (moves tracked as puts)."""
+    from agentic_rl.envs.alfworld.expert import handcoded_agent_class
 
     class GuardedAlfredExpert(expert_class):
+        def load(self, gamefile: str) -> None:
+            super().load(gamefile)
+            self._handcoded_expert = handcoded_agent_class()(max_steps=200)
+
         def _gather_infos(self) -> None:
             try:
                 super()._gather_infos()

@@ -4,10 +4,13 @@ ALFWorld's handcoded expert wins most games but fails most ``pick_two_obj_and_pl
 those, :class:`ExpertTracker` asks Fast Downward for a plan once, at reset (re-planning every step
 is slow and memory-hungry), and follows it while the agent follows it; once the agent leaves the
 plan it falls back to the handcoded expert.
+
+:func:`handcoded_agent_class` fixes the handcoded expert's bookkeeping of the put command (see there).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import select
@@ -67,6 +70,45 @@ def request_plan(env: Any, timeout_s: float | None = None) -> list[str] | None:
         os.close(read_end)
         os.waitpid(pid, 0)
     return json.loads(b"".join(chunks) or b"[]")
+
+
+def put_as_tracked(command: str) -> str:
+    """``"move X to Y"`` (ALFWorld 0.4's put command) as ``"put X in/on Y"``, the form the
+    handcoded expert's state tracking recognises; any other command unchanged."""
+    if command.startswith("move ") and " to " in command:
+        obj, receptacle = command[len("move "):].split(" to ", 1)
+        return f"put {obj} in/on {receptacle}"
+    return command
+
+
+@functools.cache
+def handcoded_agent_class() -> type:
+    """ALFWorld's ``HandCodedTWAgent`` whose policies see a successful move as the put it is.
+
+    ALFWorld 0.4 renamed "put X in/on Y" to "move X to Y" in the commands its handcoded policies
+    issue and in their predicates, but not in ``update_state_tracking``, which still looks for
+    "put". After any successful move the expert believes it still carries the object: in a
+    pick_two game its second put names the object already placed (not admissible, so it says
+    "look" and wanders), and after an agent put an object down (DAgger states) it labels
+    "go to" where that object came from. The subclass hands the tracking the old form.
+    """
+    from alfworld.agents.expert.handcoded_expert_tw import HandCodedTWAgent
+
+    class MoveTrackingAgent(HandCodedTWAgent):
+        def get_task_policy(self, task_param: dict) -> type:
+            return _move_tracking(super().get_task_policy(task_param))
+
+    return MoveTrackingAgent
+
+
+@functools.cache
+def _move_tracking(policy_class: type) -> type:
+    class MoveTrackingPolicy(policy_class):
+        def update_state_tracking(self, game_state: Any, last_action: str) -> None:
+            super().update_state_tracking(game_state, put_as_tracked(last_action))
+
+    MoveTrackingPolicy.__name__ = policy_class.__name__
+    return MoveTrackingPolicy
 
 
 class ExpertTracker:

@@ -24,7 +24,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=None, help="split folder or slim pack file")
     parser.add_argument("--split", default="valid_seen")
-    parser.add_argument("--games", type=int, default=None, help="first N games (default all)")
+    parser.add_argument("--games", type=int, default=None,
+                        help="a seeded subset of N games (default all)")
+    parser.add_argument("--task-types", nargs="+", default=None, metavar="TYPE",
+                        help="only these task types (default all)")
     parser.add_argument("--max-steps", type=int, default=50)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
@@ -40,7 +43,8 @@ def main(argv: list[str] | None = None) -> dict:
     from agentic_rl.envs.alfworld.demos import format_table, run_episodes, success_by_type
 
     env_kwargs = {"split": args.split, "data_path": args.data, "max_steps": args.max_steps,
-                  "use_planner": not args.no_planner, "plan_timeout_s": args.plan_timeout}
+                  "use_planner": not args.no_planner, "plan_timeout_s": args.plan_timeout,
+                  "task_types": args.task_types}
     results, seconds, timeouts = {}, {}, 0
     for policy in ("random", "expert"):
         start = time.perf_counter()
@@ -51,7 +55,8 @@ def main(argv: list[str] | None = None) -> dict:
             timeouts = sum(e["plan_timed_out"] for e in episodes)
     print(format_table(results))
     print(f"pick_two plans that ran out of time (handcoded expert used): {timeouts}")
-    report = {"split": args.split, "max_steps": args.max_steps, "planner": not args.no_planner,
+    report = {"split": args.split, "task_types": args.task_types, "max_steps": args.max_steps,
+              "planner": not args.no_planner,
               "plan_timeout_s": args.plan_timeout, "plan_timeouts": timeouts,
               "success": results, "seconds": seconds}
     write_json(args.json, report)

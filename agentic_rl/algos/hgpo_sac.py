@@ -18,9 +18,8 @@ bounds how far a waypoint may lie, and a hindsight subgoal is the offset actuall
 
 With ``planner`` a landmark graph over visited states (``hgpo_planner``) sets the subgoals of
 evaluation episodes (``use: eval``) or of every episode: waypoints on shortest routes whose
-edge lengths the Worker's critic gives. The graph is rebuilt every ``refresh_every`` Worker
-updates; with ``use: eval`` a rebuild that falls due waits for the next evaluation's first
-planned step, so training pays for one build per evaluation, not one per refresh.
+edge lengths the Worker's critic gives; ``hgpo_waypoints`` says when it plans and when it is
+rebuilt.
 
 With ``worker_goal_input: relative`` the Worker's networks read the offset still to go,
 ``subgoal - achieved_goal``, recomputed every step, appended to its observation (HIRO's goal
@@ -42,8 +41,9 @@ from agentic_rl.algos.hgpo_diagnostics import SubgoalStats
 from agentic_rl.algos.hgpo_losses import (distance_intrinsic_reward, hindsight_subgoals,
                                          offset_appended, penalise_missed,
                                          relative_goal_inputs)
-from agentic_rl.algos.hgpo_planner import LandmarkGraph, steps_from_q
+from agentic_rl.algos.hgpo_planner import steps_from_q
 from agentic_rl.algos.hgpo_sac_config import HGPOSACConfig, SACLevelConfig
+from agentic_rl.algos.hgpo_waypoints import GraphWaypoints
 from agentic_rl.algos.spaces import resolve_device, spaces_of
 from agentic_rl.algos.sac import SAC
 from agentic_rl.data.period_storage import LevelSettings, PeriodStorage
@@ -111,12 +111,11 @@ class HGPOSAC:
         self.reward_scale = (1.0, 0.0)  # the Worker's reward at / away from its goal
         self.subgoal_penalty = (cfg.subgoal_penalty if cfg.subgoal_penalty is not None
                                 else -1.0 / (1.0 - cfg.manager.gamma))
-        self.planner = None if cfg.planner is None else cfg.planner.resolved(cfg.period)
-        self.graph = None if self.planner is None else LandmarkGraph(
-            self.planner, self.worker_steps, lambda a, g: self.goal_fns.success_fn(a, g))
+        self.planning = None if cfg.planner is None else GraphWaypoints(
+            cfg.planner.resolved(cfg.period), self.worker_steps,
+            lambda a, g: self.goal_fns.success_fn(a, g), self.manager.env_to_unit,
+            cfg.subgoals == "relative")
         self.storage: PeriodStorage | None = None  # the planner's landmarks come from it
-        self.graph_owed = False  # use: eval; a rebuild fell due since the last evaluation
-        self.planner_metrics: dict[str, float] = {}  # of a build in act, logged by update
 
     @classmethod
     def from_config(cls, config: Any, env: Any) -> HGPOSAC:
@@ -137,7 +136,7 @@ class HGPOSAC:
         goal = torch.zeros(1, self.goal_dim)
         self.reward_scale = (float(goal_fns.reward_fn(goal, goal)[0]),
                              float(goal_fns.reward_fn(goal, goal + 1e6)[0]))
-        if self.graph is not None and not goal_fns.terminates_on_success \
+        if self.planning is not None and not goal_fns.terminates_on_success \
                 and self.reward_scale[0] != 0:
             from agentic_rl.config import ConfigError
 
@@ -192,10 +191,12 @@ class HGPOSAC:
                           if mode == "explore" else torch.zeros(n, dtype=torch.bool))
                 testing = torch.where(new, tested, testing)
         hop = None
-        if mode == "deterministic" and self.graph_owed and self.storage is not None:
-            self.planner_metrics, self.graph_owed = self.refresh_graph(), False
-        if self.plans(mode):
-            goal, goal_unit, hop = self.planned_subgoals(obs, new, state)
+        if self.planning is not None:
+            self.planning.before_act(mode, self.storage, self.generator)
+            if self.planning.plans(mode):
+                goal, goal_unit, hop = self.planning.subgoals(
+                    level_input(obs, self.config.worker.obs_keys), obs, new, state.goal,
+                    state.goal_unit, state.hop)
         action, unit_action = self._worker_act(self.worker_obs(obs, goal), mode, testing)
         step = torch.where(new, 1, state.step_in_period + 1)
         extras = {"unit_action": unit_action, "goal": goal, "goal_unit": goal_unit,
@@ -203,31 +204,6 @@ class HGPOSAC:
         if self.config.subgoal_testing > 0:
             extras["testing"] = testing
         return action, SubgoalState(goal, goal_unit, step, testing, hop), extras
-
-    def plans(self, mode: ActMode) -> bool:
-        """Whether the landmark graph chooses this step's new subgoals."""
-        if self.graph is None or not self.graph.ready or mode == "random":
-            return False
-        return mode == "deterministic" or self.planner.use == "train_and_eval"
-
-    def planned_subgoals(self, obs: dict[str, torch.Tensor], new: torch.Tensor,
-                         state: SubgoalState
-                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(subgoal, Manager action in [-1, 1], hop)`` ``[N, ...]`` from the landmark graph
-        (``LandmarkGraph.follow``). The action (clamped to the Manager's box) is what the
-        Manager's replay stores: the waypoint held at the period's start."""
-        achieved = obs["achieved_goal"].float()
-        first = torch.full((achieved.shape[0],), state.hop is None)
-        if "is_first" in obs:
-            first |= obs["is_first"].bool()
-        goal, hop = self.graph.follow(
-            level_input(obs, self.config.worker.obs_keys), achieved, obs["desired_goal"].float(),
-            state.goal, state.hop, new, first,
-            self.goal_fns.success_fn(achieved, state.goal).bool())
-        offset = goal - achieved if self.config.subgoals == "relative" else goal
-        goal_unit = torch.where(new[:, None], self.manager.env_to_unit(offset).clamp(-1.0, 1.0),
-                                state.goal_unit)
-        return goal, goal_unit, hop
 
     @torch.no_grad()
     def worker_steps(self, obs: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
@@ -312,14 +288,9 @@ class HGPOSAC:
             worker_batch = (relative_goal_inputs(batch["worker"]) if self.relative_worker
                             else batch["worker"])
             metrics |= level_metrics(self.worker.update(worker_batch), "worker")
-            if self.graph is not None and self.storage is not None \
-                    and self.worker.num_updates % self.planner.refresh_every == 0:
-                if self.planner.use == "eval":  # built where an evaluation first plans (act)
-                    self.graph_owed = True
-                else:
-                    metrics |= self.refresh_graph()
-            metrics |= self.planner_metrics
-            self.planner_metrics = {}
+            if self.planning is not None:
+                metrics |= self.planning.after_worker_update(self.worker.num_updates,
+                                                             self.storage, self.generator)
         if "manager" in batch:
             manager_batch = dict(batch["manager"])
             achieved = manager_batch["next_achieved_goal"]
@@ -334,27 +305,17 @@ class HGPOSAC:
             metrics |= level_metrics(self.manager.update(manager_batch), "manager")
         return metrics
 
-    def refresh_graph(self) -> dict[str, float]:
-        """Rebuild the landmark graph from ``planner.candidates`` Worker replay rows; the
-        graph's metrics and the hops that failed since the previous build."""
-        rows = self.storage.replays["worker"].sample(self.planner.candidates, self.generator)
-        failed = self.graph.failed_hops
-        return {**self.graph.build(rows["obs"], rows["achieved_goal"]),
-                "planner/failed_hops": float(failed)}
-
     # ----------------------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
         state = {"manager": self.manager.state_dict(), "worker": self.worker.state_dict(),
                  "generator": self.generator.get_state()}
-        if self.graph is not None:
-            state["planner"] = {**self.graph.state_dict(),
-                                "owed": torch.tensor(self.graph_owed)}
+        if self.planning is not None:
+            state["planner"] = self.planning.state_dict()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.manager.load_state_dict(state["manager"])
         self.worker.load_state_dict(state["worker"])
         self.generator.set_state(state["generator"])
-        if self.graph is not None:
-            self.graph.load_state_dict(state["planner"])
-            self.graph_owed = bool(state["planner"].get("owed", False))
+        if self.planning is not None:
+            self.planning.load_state_dict(state["planner"])

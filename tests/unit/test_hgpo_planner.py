@@ -115,8 +115,8 @@ def test_planner_chooses_subgoals_where_configured_and_is_checkpointed(use):
            "desired_goal": torch.randn(2, 2)}
     before = algo.act(obs, None, "deterministic")[2]["goal"]  # no graph yet: the Manager's
     landmarks = torch.tensor([[5.0, 5.0], [5.0, 6.0], [6.0, 5.0], [6.0, 6.0]])
-    algo.graph.build(torch.randn(4, 4), landmarks)
-    algo.graph.distance = lambda o, g: torch.full((o.shape[0],), 3.0)  # all within reach
+    algo.planning.graph.build(torch.randn(4, 4), landmarks)
+    algo.planning.graph.distance = lambda o, g: torch.full((o.shape[0],), 3.0)  # all within reach
     assert torch.equal(algo.act(obs, None, "deterministic")[2]["goal"], obs["desired_goal"])
     assert not torch.equal(before, obs["desired_goal"])
     trained = algo.act(obs, None, "explore")[2]
@@ -124,9 +124,9 @@ def test_planner_chooses_subgoals_where_configured_and_is_checkpointed(use):
     torch.testing.assert_close(trained["goal_unit"].abs().max() <= 1, torch.tensor(True))
     clone = planning_algo(use)
     clone.load_state_dict(algo.state_dict())
-    assert torch.equal(clone.graph.paths, algo.graph.paths)
-    assert torch.equal(clone.graph.goal, algo.graph.goal)
-    assert sorted(clone.graph.goal.tolist()) == sorted(landmarks.tolist())
+    assert torch.equal(clone.planning.graph.paths, algo.planning.graph.paths)
+    assert torch.equal(clone.planning.graph.goal, algo.planning.graph.goal)
+    assert sorted(clone.planning.graph.goal.tolist()) == sorted(landmarks.tolist())
 
 
 def test_planner_needs_values_it_can_read_distances_from():
@@ -142,9 +142,9 @@ def line_planner(patience: int = 50) -> HGPOSAC:
                         planner={"landmarks": 4, "max_distance": 7.0, "patience": patience})
     algo = HGPOSAC(cfg, SPACES, seed=0)
     algo.set_goal_functions(GoalFunctions(success, success, True))
-    algo.graph.distance = lambda obs, goal: 4 * (obs[:, :2] - goal).norm(dim=-1)
+    algo.planning.graph.distance = lambda obs, goal: 4 * (obs[:, :2] - goal).norm(dim=-1)
     line = torch.tensor([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [3.0, 0.0]])
-    algo.graph.build(torch.cat([line, torch.zeros(4, 2)], dim=-1), line)
+    algo.planning.graph.build(torch.cat([line, torch.zeros(4, 2)], dim=-1), line)
     return algo
 
 
@@ -173,16 +173,17 @@ def test_planned_waypoint_is_held_across_periods_and_left_once_reached():
 
 def test_a_hop_not_made_in_time_costs_more_but_is_never_cut():
     algo = line_planner(patience=4)
-    index = {x: int((algo.graph.goal[:, 0] == x).nonzero()) for x in (0.0, 1.0, 3.0)}
+    index = {x: int((algo.planning.graph.goal[:, 0] == x).nonzero()) for x in (0.0, 1.0, 3.0)}
     zero, one, three = index[0.0], index[1.0], index[3.0]
-    assert algo.graph.paths[zero, three] == 12.0  # three hops of 4 steps
+    assert algo.planning.graph.paths[zero, three] == 12.0  # three hops of 4 steps
     _, state, extras = algo.act(at(0.0, first=True), None, "deterministic")
     for _ in range(3):  # stalled: the hop 0 -> 1 gets 4 steps
         _, state, extras = algo.act(at(0.1), state, "deterministic")
-        assert extras["goal"].tolist() == [[1.0, 0.0]] and algo.graph.failed_hops == 0
+        assert extras["goal"].tolist() == [[1.0, 0.0]] and algo.planning.graph.failed_hops == 0
     _, state, extras = algo.act(at(0.1), state, "deterministic")
-    assert algo.graph.failed_hops == 1 and algo.graph.failures[zero, one] == 1
-    assert algo.graph.paths[zero, three] == 12.0 + 7.0  # one max_distance more: still a route
+    assert algo.planning.graph.failed_hops == 1 and algo.planning.graph.failures[zero, one] == 1
+    # one max_distance more: still a route
+    assert algo.planning.graph.paths[zero, three] == 12.0 + 7.0
     assert extras["goal"].tolist() == [[1.0, 0.0]]  # the only way on; its count starts over
     assert state.hop[0].tolist() == [zero, one, 1]
     edges = torch.tensor([[0.0, 4.0, 6.0], [4.0, 0.0, 4.0], [6.0, 4.0, 0.0]])
@@ -197,7 +198,7 @@ def test_planner_distances_default_to_the_period():
     assert explicit.max_distance == 7.0 and explicit.patience == 3
     small = {"hidden_sizes": [8, 8], "batch_size": 4}
     algo = HGPOSAC(HGPOSACConfig(period=5, manager=small, worker=small, planner={}), SPACES)
-    assert algo.graph.config.max_distance == 5.0 and algo.graph.config.patience == 10
+    assert algo.planning.config.max_distance == 5.0 and algo.planning.config.patience == 10
 
 
 class FakeWorkerReplay:
@@ -222,17 +223,18 @@ def test_an_eval_only_graph_is_built_when_evaluation_first_plans(use):
     first = algo.update({"worker": batch})
     second = algo.update({"worker": batch})  # the second Worker update: a rebuild falls due
     assert "planner/connected_pairs" not in first
-    assert algo.graph.ready == (use == "train_and_eval") == ("planner/connected_pairs" in second)
-    assert algo.graph_owed == (use == "eval")
+    built = "planner/connected_pairs" in second
+    assert algo.planning.graph.ready == (use == "train_and_eval") == built
+    assert algo.planning.owed == (use == "eval")
     resumed = HGPOSAC(cfg, SPACES, seed=0)
     resumed.load_state_dict(algo.state_dict())
-    assert resumed.graph_owed == algo.graph_owed
+    assert resumed.planning.owed == algo.planning.owed
     obs = {"observation": torch.randn(2, 4), "achieved_goal": torch.randn(2, 2),
            "desired_goal": torch.randn(2, 2)}
     algo.act(obs, None, "explore")  # training steps never build it
-    assert algo.graph.ready == (use == "train_and_eval")
+    assert algo.planning.graph.ready == (use == "train_and_eval")
     algo.act(obs, None, "deterministic")
-    assert algo.graph.ready and not algo.graph_owed
+    assert algo.planning.graph.ready and not algo.planning.owed
     logged = algo.update({"worker": batch})  # the evaluation's build, logged once
     assert ("planner/connected_pairs" in logged) == (use == "eval")
     fourth = algo.update({"worker": batch})  # due again: built here in train_and_eval only

@@ -1,6 +1,8 @@
 """Training of the learned text Manager (``manager.planner: learned``): imitation of the subgoal
 a perfect Manager would have chosen at each decision of the expert demonstrations
-(``plan.learned.label_demos``), one minibatch per imitation step of the Worker; then, with
+(``plan.learned.label_demos``) and, with ``manager.dagger``, of the subgoal the expert pursued at
+each decision of the DAgger episodes (``plan.learned.dagger_decisions``: the states the agent's
+own Manager and Worker reach), one minibatch per imitation step of the Worker; then, with
 ``manager.rl: group``, a clipped policy-gradient step on its own decisions in each batch of
 rollouts, every decision weighted by its episode's return (the env reward summed over all its
 periods) minus the mean return of the episodes of the same game, with the imitation term kept
@@ -19,8 +21,8 @@ from agentic_rl.algos.text_losses import (command_cross_entropy, group_advantage
                                           success_shaping)
 from agentic_rl.data.text_table import TextTable
 from agentic_rl.nets.text_manager import TextManager
-from agentic_rl.plan.learned import (Decisions, episode_decisions, episode_texts, label_demos,
-                                     manager_logits)
+from agentic_rl.plan.learned import (Decisions, dagger_decisions, episode_decisions,
+                                     episode_texts, label_demos, manager_logits)
 from agentic_rl.plan.text_subgoals import period_outcomes
 
 MANAGER_BATCH = 64
@@ -34,13 +36,17 @@ class LearnedManagerTrainer:
         net: the network the envs' :class:`~agentic_rl.plan.learned.LearnedTextManager` runs.
         table: the text table of the run.
         lr: Adam learning rate.
+        period: the Manager's period.
+        dagger: also imitate the expert's subgoals in the DAgger episodes.
     """
 
-    def __init__(self, net: TextManager, table: TextTable, lr: float) -> None:
-        self.net, self.table = net, table
+    def __init__(self, net: TextManager, table: TextTable, lr: float, period: int = 5,
+                 dagger: bool = False) -> None:
+        self.net, self.table, self.period, self.dagger = net, table, period, dagger
         self.optimizer = torch.optim.Adam(net.parameters(), lr=lr)
         self.decisions: Decisions | None = None
         self.labels = torch.zeros(0, dtype=torch.int64)
+        self.absorbed = 0  # DAgger episodes labelled so far (rebuilt from the storage on resume)
 
     def set_demos(self, demos: Sequence[Any]) -> None:
         """Label the demonstrations (their ``subgoal`` arrays become hindsight subgoals)."""
@@ -52,6 +58,18 @@ class LearnedManagerTrainer:
         loss = command_cross_entropy(logits, labels, torch.ones_like(labels, dtype=torch.bool))
         return loss, (logits.argmax(-1) == labels).float().mean()
 
+    def absorb(self, labelled: Sequence[Any]) -> None:
+        """Add the decisions of the DAgger episodes in ``labelled`` (the storage's whole list,
+        which only grows) not added yet; a resumed run adds all of them at its first update."""
+        if not self.dagger or len(labelled) <= self.absorbed:
+            return
+        found = dagger_decisions(self.table, labelled[self.absorbed:], self.period)
+        self.absorbed = len(labelled)
+        if found is not None:
+            batch, labels = found
+            self.decisions = batch if self.decisions is None else self.decisions.cat(batch)
+            self.labels = torch.cat([self.labels, labels])
+
     def imitation_step(self, generator: torch.Generator) -> dict[str, float]:
         """One Adam step on ``MANAGER_BATCH`` decisions drawn with ``generator``."""
         if self.decisions is None:
@@ -59,7 +77,8 @@ class LearnedManagerTrainer:
         loss, accuracy = self._imitation(generator)
         self._step(loss)
         return {"losses/manager_imitation": float(loss.detach()),
-                "train/manager_accuracy": float(accuracy)}
+                "train/manager_accuracy": float(accuracy),
+                "train/manager_examples": float(len(self.labels))}
 
     def _imitation(self, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         pick = torch.randint(len(self.labels), (MANAGER_BATCH,), generator=generator)

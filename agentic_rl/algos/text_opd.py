@@ -75,7 +75,8 @@ class TextOPD:
                                  object_match=config.object_match).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr)
         # the learned Manager stays on the CPU: the envs' planner runs the same object
-        self.manager = LearnedManagerTrainer(manager, table, config.lr) if manager else None
+        self.manager = (LearnedManagerTrainer(manager, table, config.lr, config.manager.period,
+                                              config.manager.dagger) if manager else None)
         self.updates = 0
         self._device_table = torch.zeros(0, table.dim, device=self.device)
 
@@ -191,6 +192,8 @@ class TextOPD:
 
     def update(self, batch: TextBatch) -> dict[str, float]:
         """An imitation step (``batch.kind == "imitate"``) or a group update."""
+        if self.manager is not None:
+            self.manager.absorb(batch.labelled)
         if batch.kind == IMITATE:
             metrics = self.imitation_step(batch.episodes)
             if self.manager is not None:

@@ -25,6 +25,10 @@ class ManagerConfig(BaseModel):
         "group", description="learned Manager: after imitation, also a group policy-gradient "
         "step on its own (sampled) decisions per batch of rollouts; none: imitation only, "
         "greedy in training too")
+    dagger: bool = Field(
+        True, description="learned Manager: in the DAgger rounds also imitate, at each of its "
+        "decisions in the states the agent reached, the subgoal the handcoded expert pursues "
+        "there (needs algorithm.dagger_rounds > 0)")
     base_url: str | None = None
     model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
@@ -33,7 +37,7 @@ class ManagerConfig(BaseModel):
     @model_validator(mode="after")
     def _endpoint_given(self) -> "ManagerConfig":
         # at their defaults they pass: a run folder's resolved config.yaml lists every key
-        unread = {key for key in ("hidden", "rl")
+        unread = {key for key in ("hidden", "rl", "dagger")
                   if getattr(self, key) != type(self).model_fields[key].default}
         if self.planner != "learned" and unread:
             raise ValueError(f"manager.{sorted(unread)[0]} is a key of the learned Manager; "

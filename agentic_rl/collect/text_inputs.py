@@ -20,8 +20,10 @@ import gymnasium as gym
 import numpy as np
 
 from agentic_rl.data.text_table import TextTable, history_bucket
+from agentic_rl.plan.text_subgoals import subgoal_text
 
-ROW_IDS = ("task", "observation", "inventory", "previous_command", "subgoal", "expert_command")
+ROW_IDS = ("task", "observation", "inventory", "previous_command", "subgoal", "expert_command",
+           "expert_subgoal")
 COMMAND_SLOTS = ("commands", "history", "match")
 EPISODE_TAGS = ("game", "episode", "labelled")
 INT_MAX = np.iinfo(np.int64).max
@@ -31,8 +33,9 @@ class TextInputs(gym.Wrapper):
     """One text env with integer observations.
 
     Observation (int64): ``task``, ``observation``, ``inventory``, ``previous_command``,
-    ``subgoal`` and ``expert_command`` row ids (0: none; the expert's command only in episodes the
-    schedule marks for labelling), ``commands``, ``history`` and ``match`` ``[max_commands]``
+    ``subgoal``, ``expert_command`` and ``expert_subgoal`` row ids (0: none; the expert's command
+    and the subgoal it pursues, as a templated subgoal text, only in episodes the schedule marks
+    for labelling), ``commands``, ``history`` and ``match`` ``[max_commands]``
     (0-padded), ``game`` (index into the env's game list), ``episode`` (the schedule's
     episode number of this slot) and ``labelled`` (1 in episodes the expert labels). ``info["action_mask"] [max_commands]`` marks the admissible
     commands; ``info["is_success"]`` is ``info["won"]``.
@@ -94,8 +97,10 @@ class TextInputs(gym.Wrapper):
         if self.planner is not None:
             self._refresh_subgoal(obs, info)
         expert = (info.get("expert_command") or "") if self.labelled else ""
+        pursued = info.get("expert_subgoal") if self.labelled else None
         ids = self.table.ids([obs["task"], obs["observation"], obs["inventory"], self.previous,
-                              self.subgoal, expert, *self.commands])
+                              self.subgoal, expert, subgoal_text(*pursued) if pursued else "",
+                              *self.commands])
         out = {key: np.int64(ids[i]) for i, key in enumerate(ROW_IDS)}
         n = len(self.commands)
         commands = np.zeros(self.width, np.int64)

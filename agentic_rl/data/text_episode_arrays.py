@@ -11,7 +11,7 @@ import numpy as np
 from agentic_rl.data.text_episodes import TextEpisode
 
 STEP_ARRAYS = ("observation", "inventory", "previous_command", "num_commands", "action",
-               "reward", "log_prob", "value", "subgoal", "expert_command")
+               "reward", "log_prob", "value", "subgoal", "expert_command", "expert_subgoal")
 ROW_ARRAYS = ("commands", "match")
 META = ("task", "terminated", "bootstrap_value", "game", "task_type", "success", "source")
 
@@ -43,7 +43,7 @@ def unpack_episodes(arrays: dict[str, np.ndarray], meta: list[dict[str, Any]],
     episodes = []
     for i, info in enumerate(meta):
         part = slice(int(bounds[i]), int(bounds[i + 1]))
-        steps = {key: arrays[f"{prefix}.{key}"][part].copy() for key in STEP_ARRAYS}
+        steps = {key: _stored(arrays, f"{prefix}.{key}", part) for key in STEP_ARRAYS}
         width = int(steps["num_commands"].max())
         rows = {key: arrays[f"{prefix}.{key}"][part, :width].copy() for key in ROW_ARRAYS}
         episodes.append(TextEpisode(**steps, **rows, **info))
@@ -52,9 +52,15 @@ def unpack_episodes(arrays: dict[str, np.ndarray], meta: list[dict[str, Any]],
 
 def _step_field(episode: TextEpisode, key: str) -> np.ndarray:
     value = getattr(episode, key)
-    if value is None:  # expert_command where no expert labelled the episode
+    if value is None:  # expert labels where no expert labelled the episode
         return np.zeros(len(episode), np.int64)
     return value
+
+
+def _stored(arrays: dict[str, np.ndarray], key: str, part: slice) -> np.ndarray:
+    if key not in arrays:  # checkpoints written before expert_subgoal existed
+        return np.zeros(part.stop - part.start, np.int64)
+    return arrays[key][part].copy()
 
 
 def with_final_step(episode: TextEpisode, final: dict[str, np.ndarray]) -> TextEpisode:
@@ -71,4 +77,4 @@ def with_final_step(episode: TextEpisode, final: dict[str, np.ndarray]) -> TextE
         num_commands=np.append(episode.num_commands, int(final["action_mask"].sum())),
         action=np.append(episode.action, 0), reward=np.append(episode.reward, 0.0),
         log_prob=np.append(episode.log_prob, 0.0), value=np.append(episode.value, 0.0),
-        expert_command=None, final=None)
+        expert_command=None, expert_subgoal=None, final=None)

@@ -40,6 +40,8 @@ class TextEpisode:
             dagger).
         expert_command: ``[L]`` row ids of the expert's command at each visited state (0: none),
             when the collector asked the env for it.
+        expert_subgoal: ``[L]`` row ids of the templated subgoal the expert pursues there (0:
+            none), likewise.
         match: ``[L, N]`` task/observation match buckets of the commands
             (:meth:`~agentic_rl.nets.text.TextTable.match_buckets`).
         final: the inputs of the state a truncated episode stopped in (``[1, ...]`` arrays, as
@@ -64,6 +66,7 @@ class TextEpisode:
     success: bool = False
     source: str = "rollout"
     expert_command: np.ndarray | None = None
+    expert_subgoal: np.ndarray | None = None
     match: np.ndarray | None = None
     final: dict[str, np.ndarray] | None = dataclasses.field(default=None, repr=False)
 
@@ -132,6 +135,7 @@ def expert_relabelled(episode: TextEpisode, table: TextTable) -> TextEpisode | N
         previous_command=episode.previous_command[:length], commands=commands,
         num_commands=counts, action=actions, reward=zeros, log_prob=zeros, value=zeros,
         subgoal=episode.subgoal[:length], expert_command=labels[:length], source="dagger",
+        expert_subgoal=None if episode.expert_subgoal is None else episode.expert_subgoal[:length],
         match=match_buckets(table, episode.task, episode.observation[:length], commands))
 
 

@@ -17,6 +17,7 @@ the storage, so a resumed run reads its episodes with the same table.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -44,11 +45,13 @@ class TextStorageSettings:
 @dataclass
 class TextBatch:
     """``episodes``: the group's rollouts, or the prototypes to imitate (``kind == "imitate"``);
-    ``prototypes(n)`` samples prototype episodes for the distillation term of a group update."""
+    ``prototypes(n)`` samples prototype episodes for the distillation term of a group update;
+    ``labelled``: every DAgger episode so far (the list grows; read, do not change it)."""
 
     kind: str
     episodes: list[TextEpisode]
     prototypes: Callable[[int], list[TextEpisode]] | None = None
+    labelled: list[TextEpisode] = dataclasses.field(default_factory=list)
 
 
 class TextEpisodeStorage:
@@ -76,7 +79,7 @@ class TextEpisodeStorage:
         obs, extras = step.obs, step.extras
         rows = {key: obs[key].numpy() for key in (
             "task", "observation", "inventory", "previous_command", "subgoal", "expert_command",
-            "game", "episode")}
+            "expert_subgoal", "game", "episode")}
         rows["log_prob"], rows["value"] = extras["log_prob"].numpy(), extras["value"].numpy()
         rows["reward"] = step.transition["reward"].numpy()
         mask, action = obs["action_mask"].numpy(), extras["unit_action"].numpy()
@@ -117,6 +120,7 @@ class TextEpisodeStorage:
             log_prob=field("log_prob", np.float32), value=field("value", np.float32),
             subgoal=field("subgoal"), terminated=terminated, game=str(int(steps[0]["game"])),
             success=success, source="rollout", expert_command=field("expert_command"),
+            expert_subgoal=field("expert_subgoal"),
             match=np.stack([pad(s["match"]) for s in steps]))
 
     # ------------------------------------------------------------------ updates
@@ -145,10 +149,11 @@ class TextEpisodeStorage:
 
     def sample(self, request: Any, generator: torch.Generator) -> TextBatch:
         if request == IMITATE:
-            return TextBatch(IMITATE, self.sample_prototypes(self.settings.distill_batch))
+            return TextBatch(IMITATE, self.sample_prototypes(self.settings.distill_batch),
+                             labelled=self.labelled)
         episodes = self._take(request)
         pool = self.demos + self.labelled + self.own  # the group's own successes join after it
-        batch = TextBatch("group", episodes, lambda n: self._draw(pool, n))
+        batch = TextBatch("group", episodes, lambda n: self._draw(pool, n), self.labelled)
         self._keep_successes(episodes)
         return batch
 

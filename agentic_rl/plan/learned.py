@@ -44,6 +44,17 @@ class Decisions:
     def rows(self, index: torch.Tensor) -> "Decisions":
         return Decisions(*(getattr(self, f.name)[index] for f in dataclasses.fields(self)))
 
+    def cat(self, other: "Decisions") -> "Decisions":
+        """These decisions, then ``other``'s (candidate columns padded to the wider K)."""
+        width = max(self.mask.shape[1], other.mask.shape[1])
+        parts = []
+        for f in dataclasses.fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if f.name in ("candidates", "counts", "held", "mask"):
+                a, b = (torch.nn.functional.pad(x, (0, width - x.shape[1])) for x in (a, b))
+            parts.append(torch.cat([a, b]))
+        return Decisions(*parts)
+
 
 def decisions(table: TextTable, tasks: Sequence[str], inventories: Sequence[str],
               inputs: Sequence[ManagerInputs]) -> Decisions:
@@ -105,6 +116,43 @@ def label_demos(table: TextTable, episodes: Sequence[Any]) -> tuple[Decisions, t
     if not labels:
         raise ValueError("no demonstration completes a templated subgoal: the learned Manager "
                          "has nothing to imitate")
+    return decisions(table, tasks, inventories, inputs), torch.tensor(labels)
+
+
+def dagger_decisions(table: TextTable, episodes: Sequence[Any], period: int
+                     ) -> tuple[Decisions, torch.Tensor] | None:
+    """Manager DAgger: the Manager's decisions in the states the agent itself reached, each
+    labelled with the subgoal the expert pursued there.
+
+    Args:
+        episodes: DAgger episodes (``TextEpisode`` with ``expert_subgoal``; relabelled ones
+            hold the expert's commands as actions, so the agent's own commands are read from
+            ``previous_command``).
+        period: the Manager's period (decisions at ``decision_steps``, as the envs made them).
+
+    Returns:
+        ``(decisions, labels [B])``; decisions whose expert subgoal is none or not a candidate
+        are dropped; None if none is left.
+    """
+    tasks, inventories, inputs, labels = [], [], [], []
+    texts = table.texts
+    for episode in episodes:
+        if episode.expert_subgoal is None:
+            continue
+        task = texts[episode.task]
+        commands = [texts[int(c)] for c in episode.previous_command[1:]] + [""]
+        feedbacks = [texts[int(o)] for o in episode.observation[1:]] + [""]
+        for step in decision_steps(commands, feedbacks, period):
+            label = texts[int(episode.expert_subgoal[step])]
+            carried = texts[int(episode.inventory[step])]
+            x = manager_inputs(task, zip(commands[:step], feedbacks[:step]), carried)
+            if label and label in x.candidates:
+                tasks.append(task)
+                inventories.append(carried)
+                inputs.append(x)
+                labels.append(x.candidates.index(label))
+    if not labels:
+        return None
     return decisions(table, tasks, inventories, inputs), torch.tensor(labels)
 
 

@@ -45,6 +45,17 @@ def abstract_command(command: str) -> str | None:
     return None
 
 
+def subgoal_text(verb: str, obj: str, place: str = "") -> str:
+    """The subgoal ``(verb, object, place)`` (an expert's, as
+    ``envs.alfworld.expert.expert_subgoal`` gives it) in the form of the command completing it:
+    ``("put", "apple", "fridge")`` -> ``put apple in fridge``."""
+    if verb == "put":
+        return f"put {obj} in {place}"
+    if verb in ("heat", "cool", "clean"):
+        return f"{verb} {obj} with {place}"
+    return f"{verb} {obj}"
+
+
 def task_words(task: str) -> list[str]:
     """Content words of a task text, in order, without repeats."""
     words = re.findall("[a-z]+", task.lower())

@@ -179,6 +179,43 @@ def test_handcoded_expert_alone_puts_the_second_object(generated: Path) -> None:
         assert terminated and moves == 2
 
 
+def test_policy_subgoal_skips_to_the_acting_step_by_hand() -> None:
+    from agentic_rl.envs.alfworld.expert import policy_subgoal
+
+    params = {"object_target": "apple", "parent_target": "fridge"}
+    heat = [{"action": "find", "param": "apple"}, {"action": "take", "param": "apple"},
+            {"action": "goto", "param": "microwave"}, {"action": "heat", "param": "apple"},
+            {"action": "find", "param": "fridge"}, {"action": "put", "param": "fridge"}]
+    assert policy_subgoal(heat, 0, params) == ("take", "apple", "")
+    assert policy_subgoal(heat, 2, params) == ("heat", "apple", "microwave")
+    assert policy_subgoal(heat, 4, params) == ("put", "apple", "fridge")
+    assert policy_subgoal(heat, 6, params) is None
+    clean = [{"action": "goto", "param": "sinkbasin"}, {"action": "clean", "param": "mug"}]
+    assert policy_subgoal(clean, 0, params, ["sinkbasin"]) == ("clean", "mug", "sinkbasin")
+    assert policy_subgoal(clean, 0, params, ["bathtubbasin"]) == ("clean", "mug", "bathtubbasin")
+
+
+def test_the_experts_subgoal_is_what_its_next_acting_command_completes(generated: Path) -> None:
+    """On every state of the expert's own games, each take/move/heat/cool/clean/use command
+    the expert issues completes the subgoal the env reports it pursues."""
+    from agentic_rl.envs.alfworld.gym_env import ALFWorldEnv
+    from agentic_rl.plan.text_subgoals import abstract_command, subgoal_text
+
+    env = ALFWorldEnv(data_path=str(generated), max_steps=40, use_planner=False)
+    for index in range(len(env.games)):
+        obs, info = env.reset(seed=index, options={"game_index": index})
+        checked = 0
+        while True:
+            acting = abstract_command(info["expert_command"] or "")
+            if acting is not None:
+                assert subgoal_text(*info["expert_subgoal"]) == acting, info["task_type"]
+                checked += 1
+            obs, reward, terminated, truncated, info = env.step(info["expert_action"])
+            if terminated or truncated:
+                break
+        assert terminated and checked >= 2
+
+
 def test_invalid_index_is_a_no_op(generated: Path) -> None:
     from agentic_rl.envs.alfworld.gym_env import ALFWorldEnv
 

@@ -76,6 +76,10 @@ def test_episode_arrays_round_trip():
             np.testing.assert_array_equal(getattr(copy, key), getattr(original, key))
         assert (copy.game, copy.success, copy.source) == (original.game, original.success,
                                                           original.source)
+    # checkpoints written before the expert's subgoal was stored read it as "none"
+    older = unpack_episodes({k: v for k, v in arrays.items() if "expert_subgoal" not in k},
+                            meta, "own")
+    assert [e.expert_subgoal.tolist() for e in older] == [[0, 0], [0]]
 
 
 def _settings(**changes) -> TextStorageSettings:
@@ -89,7 +93,7 @@ def _step(episode_number: int, ended: bool, success: bool = False) -> StepRecord
     ids = lambda value: torch.full((2,), value, dtype=torch.int64)  # noqa: E731
     obs = {key: ids(1) for key in ("task", "observation", "inventory", "previous_command",
                                    "subgoal", "game")}
-    obs |= {"expert_command": ids(2), "episode": ids(episode_number),
+    obs |= {"expert_command": ids(2), "expert_subgoal": ids(3), "episode": ids(episode_number),
             "commands": torch.tensor([[2, 3, 0, 0]] * 2), "match": torch.zeros(2, WIDTH, dtype=torch.int64),
             "action_mask": torch.tensor([[True, True, False, False]] * 2)}
     extras = {"unit_action": torch.tensor([0, 1]), "log_prob": torch.zeros(2),

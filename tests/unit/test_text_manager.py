@@ -17,10 +17,11 @@ from agentic_rl.data.text_episodes import text_episode
 from agentic_rl.data.text_table import TextTable
 from agentic_rl.nets.text_manager import TextManager
 from agentic_rl.plan import build_planner
-from agentic_rl.plan.learned import LearnedTextManager, episode_decisions, manager_logits
+from agentic_rl.plan.learned import (LearnedTextManager, dagger_decisions, episode_decisions,
+                                     manager_logits)
 from agentic_rl.plan.text_subgoals import (abstract_command, completed, decision_points,
                                            decision_steps, period_outcomes,
-                                           hindsight_subgoals, manager_inputs,
+                                           hindsight_subgoals, manager_inputs, subgoal_text,
                                            template_subgoals, task_words)
 
 
@@ -213,3 +214,81 @@ def test_period_outcomes_and_the_success_shaping_by_hand():
     np.testing.assert_allclose(bonus, expected, atol=1e-6)
     # a period's bonuses sum to its outcome minus the chance predicted at its start
     assert bonus[4:7].sum() == pytest.approx(0 - 0.3)
+
+
+def test_expert_subgoals_read_as_the_commands_that_complete_them():
+    assert subgoal_text("take", "apple") == "take apple"
+    assert subgoal_text("put", "apple", "fridge") == "put apple in fridge"
+    assert subgoal_text("clean", "mug", "sinkbasin") == "clean mug with sinkbasin"
+    assert subgoal_text("use", "desklamp") == "use desklamp"
+    for command in ("take apple 1 from table 1", "move apple 1 to fridge 1",
+                    "clean mug 2 with sinkbasin 1", "use desklamp 3"):
+        verb, obj, *rest = command.replace(" with ", " ").replace(" to ", " ").split()
+        place = rest[1] if verb in ("move", "clean") else ""
+        verb = "put" if verb == "move" else verb
+        assert subgoal_text(verb, obj, place) == abstract_command(command)
+
+
+def _dagger_episode(table: TextTable, expert_subgoals: list[str]):
+    """The agent's pick-two trajectory DEMO[:6] (it tried to take a pen at step 4, where the
+    expert went to the drawer), relabelled with the expert's commands."""
+    from agentic_rl.data.text_episodes import expert_relabelled
+
+    episode = _demo_episode(table, DEMO[:6])
+    experts = [c for c, _ in DEMO[:4]] + ["go to drawer 1", "go to drawer 1"]
+    episode.expert_command = table.ids(experts)
+    episode.expert_subgoal = table.ids(expert_subgoals)
+    return expert_relabelled(episode, table)
+
+
+def test_dagger_labels_each_decision_with_the_experts_subgoal_there():
+    table = TextTable(_HashEncoder())
+    pursued = (["take newspaper"] * 2 + ["put newspaper in sofa"] * 2 + ["take newspaper"] * 2)
+    relabelled = _dagger_episode(table, pursued)
+    assert table.texts[relabelled.commands[4, relabelled.action[4]]] == "go to drawer 1"
+    batch, labels = dagger_decisions(table, [relabelled], period=10)
+    # the decisions the envs' Manager made: the start, after the take and after the move; the
+    # agent's own commands (not the expert's) decide them and feed the Manager's inputs
+    assert len(labels) == 3 and batch.total.tolist() == [0, 1, 2]
+    inputs = manager_inputs(TASK, [])
+    assert [inputs.candidates[i] for i in labels] == [
+        "take newspaper", "put newspaper in sofa", "take newspaper"]
+    # with a period of 1 every step is a decision; labels off the candidates are dropped
+    odd = _dagger_episode(table, ["", "use lamp"] + pursued[2:])
+    assert len(dagger_decisions(table, [odd], period=1)[1]) == 4
+    assert dagger_decisions(table, [_demo_episode(table)], period=10) is None  # no labels
+
+
+def test_the_trainer_adds_dagger_decisions_once_and_as_a_resumed_run_does():
+    table = TextTable(_HashEncoder())
+    pursued = (["take newspaper"] * 2 + ["put newspaper in sofa"] * 2 + ["take newspaper"] * 2)
+    labelled = [_dagger_episode(table, pursued)]
+
+    def trainer(dagger: bool) -> LearnedManagerTrainer:
+        torch.manual_seed(0)
+        out = LearnedManagerTrainer(TextManager(table.dim, 32), table, 3e-3, 10, dagger)
+        out.set_demos([_demo_episode(table)])
+        return out
+
+    growing, demos = trainer(True), 4
+    assert len(growing.labels) == demos
+    growing.absorb(labelled[:1])
+    assert len(growing.labels) == demos + 3
+    labelled.append(_dagger_episode(table, pursued))  # the storage's list grows
+    growing.absorb(labelled)
+    metrics = growing.imitation_step(torch.Generator().manual_seed(0))
+    assert metrics["train/manager_examples"] == demos + 6 and growing.absorbed == 2
+    growing.absorb(labelled)
+    assert len(growing.labels) == demos + 6  # nothing added twice
+    resumed = trainer(True)
+    resumed.absorb(labelled)  # all at once
+    assert torch.equal(resumed.labels, growing.labels)
+    assert torch.equal(resumed.decisions.candidates, growing.decisions.candidates)
+    off = trainer(False)
+    off.absorb(labelled)
+    assert len(off.labels) == demos
+
+
+def test_manager_dagger_is_a_learned_manager_key():
+    with pytest.raises(ValueError, match="no network"):
+        ManagerConfig(planner="expert_plan", dagger=False)

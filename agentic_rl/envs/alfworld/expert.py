@@ -110,6 +110,45 @@ def _move_tracking(policy_class: type) -> type:
     return MoveTrackingPolicy
 
 
+ACTING_VERBS = frozenset({"take", "put", "heat", "cool", "clean", "use"})
+
+
+def policy_subgoal(subgoals: list[dict[str, str]], index: int, params: dict[str, str],
+                   receptacles: Any = ()) -> tuple[str, str, str] | None:
+    """A handcoded policy's subgoal ``index`` as ``(verb, object, place)``: the first acting
+    subgoal from ``index`` on (a "find" or "goto" step stands for the one it leads to).
+
+    ``("take", "apple", "")``, ``("put", "apple", "fridge")``, ``("heat", "apple",
+    "microwave")`` (the place: the "goto" before it), ``("use", "desklamp", "")``. None past
+    the last subgoal. ``params``: the policy's ``task_params``; ``receptacles``: the receptacle
+    names it has seen (cleaning happens in a bathtub basin where there is no sink basin, as
+    the policy itself decides).
+    """
+    for i in range(max(index, 0), len(subgoals)):
+        verb, param = subgoals[i]["action"], str(subgoals[i]["param"]).lower()
+        if verb not in ACTING_VERBS:
+            continue
+        if verb == "put":
+            return verb, str(params["object_target"]).lower(), param
+        if verb in ("heat", "cool", "clean"):
+            place = str(subgoals[i - 1]["param"]).lower() if i > 0 else ""
+            if place == "sinkbasin" and not any("sinkbasin" in r for r in receptacles):
+                place = "bathtubbasin"
+            return verb, param, place
+        return verb, param, ""
+    return None
+
+
+def expert_subgoal(engine: Any) -> tuple[str, str, str] | None:
+    """The subgoal the handcoded expert of an engine stack (``make_engine(expert=True)``)
+    pursues in the current state (:func:`policy_subgoal`); None without one."""
+    policy = getattr(getattr(engine, "_handcoded_expert", None), "policy", None)
+    if policy is None:
+        return None
+    return policy_subgoal(policy.subgoals, policy.subgoal_idx, policy.task_params,
+                          list(getattr(policy, "receptacles", {}).values()))
+
+
 class ExpertTracker:
     """Gives the expert's next command for the current state of one episode.
 

@@ -18,7 +18,9 @@ is won and is truncated after ``max_steps``.
 
 Info: ``won``, ``task_type``, ``admissible_commands``, ``expert_command`` (the handcoded expert's
 next command; for pick_two_obj_and_place the Fast Downward plan requested at reset),
-``expert_action`` (its index, -1 if none), ``gamefile``, ``invalid_action``.
+``expert_action`` (its index, -1 if none), ``expert_subgoal`` (the handcoded expert's current
+subgoal as ``(verb, object, place)``, e.g. ``("put", "apple", "fridge")``, or None),
+``gamefile``, ``invalid_action``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import gymnasium as gym
 import numpy as np
 
 from agentic_rl.envs.alfworld.data import list_games, task_type_of
-from agentic_rl.envs.alfworld.expert import ExpertTracker
+from agentic_rl.envs.alfworld.expert import ExpertTracker, expert_subgoal
 
 TEXT_CHARSET = frozenset(string.printable)
 MAX_TEXT = 16_384
@@ -139,9 +141,11 @@ class ALFWorldEnv(gym.Env):
     def _info(self, invalid: bool = False) -> dict[str, Any]:
         commands = self._commands()
         expert = self._expert.next_command(self._state) if self.expert_enabled else None
+        subgoal = expert_subgoal(self.engine) if self.expert_enabled else None
         return {"won": bool(self._state["won"]), "task_type": self.task_type,
                 "admissible_commands": commands, "expert_command": expert,
                 "expert_action": commands.index(expert) if expert in commands else -1,
+                "expert_subgoal": subgoal,
                 "gamefile": str(self.games[self._game_index]), "invalid_action": invalid,
                 "plan_timed_out": bool(self._expert.plan_timed_out)}
 

@@ -72,7 +72,8 @@ class TextOPD:
         self.policy = TextPolicy(table.dim, config.hidden, config.memory,
                                  subgoal=config.manager is not None,
                                  success_head=config.success_predictor > 0,
-                                 object_match=config.object_match).to(self.device)
+                                 object_match=config.object_match,
+                                 take_back=config.take_back).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr)
         # the learned Manager stays on the CPU: the envs' planner runs the same object
         self.manager = (LearnedManagerTrainer(manager, table, config.lr, config.manager.period,
@@ -186,7 +187,7 @@ class TextOPD:
         if final is None or self.config.rl != "ppo":
             return
         extended = with_final_step(episode, final)
-        batch = self._to_device(collate([extended], self._subgoals()))
+        batch = self._to_device(collate([extended], self._subgoals(), self.table.texts))
         _, values, _ = self._policy(batch)
         episode.bootstrap_value = float(values[0, len(episode)])
 
@@ -234,14 +235,14 @@ class TextOPD:
                         ) -> tuple[list[np.ndarray], np.ndarray]:
         """Shaped rewards and success labels (``text_manager.success_rewards``) from the
         predictor's chances on every step of ``episodes``."""
-        batch = self._to_device(collate(episodes, self._subgoals()))
+        batch = self._to_device(collate(episodes, self._subgoals(), self.table.texts))
         chance = torch.sigmoid(self._policy(batch, success=True)[3]).cpu()
         return success_rewards(self.table.texts, episodes, chance.numpy(),
                                self.config.manager.period, self.config.success_predictor)
 
     def distill_loss(self, prototypes: list[TextEpisode]) -> torch.Tensor:
         """Cross-entropy toward the prototype commands of a batch of episodes."""
-        batch = self._to_device(collate(prototypes, self._subgoals()))
+        batch = self._to_device(collate(prototypes, self._subgoals(), self.table.texts))
         logits, _, _ = self._policy(batch)
         mask = batch["step_mask"]
         return command_cross_entropy(logits[mask], batch["action"][mask],
@@ -309,7 +310,7 @@ class TextOPD:
                 chosen = order[start : start + c.minibatch_episodes]
                 minibatch = [episodes[i] for i in chosen]
                 steps = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in chosen])
-                batch = self._to_device(collate(minibatch, self._subgoals()))
+                batch = self._to_device(collate(minibatch, self._subgoals(), self.table.texts))
                 success, log_prob, values, entropy = self._step_log_probs(batch)
                 old = batch["log_prob"][batch["step_mask"]]
                 adv = torch.from_numpy(advantages[steps]).to(self.device)

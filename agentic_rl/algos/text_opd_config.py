@@ -125,6 +125,10 @@ class TextOPDConfig(BaseModel):
         False, description="a per-command feature: whether the command acts on a task word "
         "(the object it takes or moves, the place it goes to); sentence embeddings blur "
         "'take cd 1 from dresser 1' and 'take mug 1 from dresser 1'")
+    take_back: bool = Field(
+        False, description="a per-command feature: whether a take command takes back an "
+        "object the agent itself moved there this episode ('take watch 1 from sidetable 1' "
+        "after 'move watch 1 to sidetable 1'), which no ALFWorld task needs")
     manager: ManagerConfig | None = None
     success_predictor: float = Field(
         0.0, ge=0, description="with the learned Manager: weight of the Worker's intrinsic "

@@ -19,7 +19,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from agentic_rl.data.text_table import TextTable, history_bucket
+from agentic_rl.data.text_table import TextTable, history_bucket, moved_there
 from agentic_rl.plan.text_subgoals import subgoal_text
 
 ROW_IDS = ("task", "observation", "inventory", "previous_command", "subgoal", "expert_command",
@@ -108,7 +108,8 @@ class TextInputs(gym.Wrapper):
         history = np.zeros(self.width, np.int64)
         history[:n] = history_bucket(np.asarray([self.counts[c] for c in self.commands], np.int64),
                                      [bool(self.previous) and c == self.previous
-                                      for c in self.commands])
+                                      for c in self.commands],
+                                     [moved_there(c) in self.counts for c in self.commands])
         match = np.zeros(self.width, np.int64)
         match[:n] = self.table.match_buckets(int(out["task"]), int(out["observation"]),
                                              commands[:n])

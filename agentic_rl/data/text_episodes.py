@@ -8,15 +8,15 @@ of the same game form a group (``game``) for the group-based updates.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import os
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import torch
 
-from agentic_rl.data.text_table import TextTable, history_bucket
+from agentic_rl.data.text_table import TextTable, history_bucket, moved_there
 
 STEP_FIELDS = ("observation", "inventory", "previous_command", "action", "reward", "log_prob",
                "value", "subgoal")
@@ -73,31 +73,43 @@ class TextEpisode:
     def __len__(self) -> int:
         return int(self.action.shape[0])
 
-    @functools.cached_property  # collate reads it on every imitation step
-    def history(self) -> np.ndarray:
-        """``[L, N]`` history buckets of every admissible command (see :func:`history_buckets`)."""
-        return history_buckets(self.commands, self.previous_command)
+    def history(self, texts: Sequence[str] | None = None) -> np.ndarray:
+        """``[L, N]`` history buckets of every admissible command (:func:`history_buckets`;
+        the take-back bits need the table's ``texts``). Cached: collate reads it on every
+        imitation step."""
+        key = "_history" if texts is None else "_history_with_texts"
+        if key not in self.__dict__:  # not a field: dataclasses.replace does not copy it
+            self.__dict__[key] = history_buckets(self.commands, self.previous_command, texts)
+        return self.__dict__[key]
 
 
-def history_buckets(commands: np.ndarray, previous_command: np.ndarray) -> np.ndarray:
-    """How often each admissible command was issued before, and whether it was the last one.
+def history_buckets(commands: np.ndarray, previous_command: np.ndarray,
+                    texts: Sequence[str] | None = None) -> np.ndarray:
+    """How often each admissible command was issued before, whether it was the last one and
+    (with ``texts``) whether it takes back an object the agent moved there itself.
 
     Args:
         commands: ``[L, N]`` row ids (0 = padding).
         previous_command: ``[L]`` row id of the command issued at ``t - 1`` (0 at ``t = 0``).
+        texts: the text table's texts (None: no take-back bits).
 
     Returns:
-        int64 ``[L, N]``: ``min(count, 3) + 4 * (command == previous command)``, where count is
-        the number of earlier steps that issued that command.
+        int64 ``[L, N]``: ``min(count, 3) + 4 * (command == previous command) + 8 * takes
+        back``, where count is the number of earlier steps that issued that command.
     """
     counts: dict[int, int] = {}
+    issued_texts: set[str] = set()
     out = np.zeros(commands.shape, np.int64)
     for t in range(commands.shape[0]):
         if t > 0:
             counts[int(previous_command[t])] = counts.get(int(previous_command[t]), 0) + 1
+            if texts is not None:
+                issued_texts.add(texts[int(previous_command[t])])
         row = commands[t]
         issued = np.fromiter((counts.get(int(c), 0) for c in row), np.int64, row.shape[0])
-        out[t] = history_bucket(issued, (row == previous_command[t]) & (row != 0) & (t > 0))
+        back = ([moved_there(texts[int(c)]) in issued_texts for c in row] if issued_texts
+                else False)
+        out[t] = history_bucket(issued, (row == previous_command[t]) & (row != 0) & (t > 0), back)
     return out
 
 
@@ -149,12 +161,14 @@ def discounted_returns(reward: np.ndarray, gamma: float) -> np.ndarray:
     return out
 
 
-def collate(episodes: list[TextEpisode], subgoal_vectors: torch.Tensor | None = None):
+def collate(episodes: list[TextEpisode], subgoal_vectors: torch.Tensor | None = None,
+            texts: Sequence[str] | None = None):
     """Pad episodes into a batch for :class:`~agentic_rl.nets.text.TextPolicy`.
 
     Args:
         episodes: E episodes.
         subgoal_vectors: the text table's embeddings, to turn ``subgoal`` ids into vectors.
+        texts: the text table's texts, for the take-back bits of the history buckets.
 
     Returns:
         Dict of tensors ``[E, T, ...]`` (T the longest episode, N the most commands): the
@@ -178,7 +192,7 @@ def collate(episodes: list[TextEpisode], subgoal_vectors: torch.Tensor | None = 
         for key in STEP_FIELDS:
             out[key][i, :length] = getattr(episode, key)
         out["commands"][i, :length, :n] = episode.commands
-        out["history"][i, :length, :n] = episode.history
+        out["history"][i, :length, :n] = episode.history(texts)
         out["match"][i, :length, :n] = episode.match
         out["command_mask"][i, :length, :n] = (np.arange(n)[None, :]
                                                < episode.num_commands[:, None])

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from agentic_rl.data.text_table import HISTORY_BUCKETS, MATCH_BUCKETS
+from agentic_rl.data.text_table import HISTORY_BUCKETS, MATCH_BUCKETS, TAKE_BACK_BUCKETS
 
 def mlp(sizes: list[int]) -> nn.Sequential:
     """Linear layers with ReLU between them (none after the last)."""
@@ -45,11 +45,14 @@ class TextPolicy(nn.Module):
             (a logit from the detached state vector: it learns without moving the policy).
         object_match: a third per-slot feature, ``batch["object"]`` (1 where the command acts
             on a task word: ``TextTable.object_in_task``).
+        take_back: read the take-back bit of the history buckets (``data.text_table``: the
+            command takes back an object the agent moved there itself); else they are read
+            modulo ``HISTORY_BUCKETS``.
     """
 
     def __init__(self, embed_dim: int = 384, hidden: int = 256, memory: bool = True,
                  subgoal: bool = False, success_head: bool = False,
-                 object_match: bool = False) -> None:
+                 object_match: bool = False, take_back: bool = False) -> None:
         super().__init__()
         self.embed_dim, self.hidden, self.use_subgoal = embed_dim, hidden, subgoal
         self.step_in = mlp([3 * embed_dim, hidden])  # observation, inventory, previous command
@@ -58,7 +61,8 @@ class TextPolicy(nn.Module):
         self.state_mlp = mlp([state_in, hidden, hidden])
         self.command_mlp = mlp([embed_dim, hidden, hidden])
         # Per-slot features: a vector (dotted with the command) and a bias per bucket.
-        self.history_embed = nn.Embedding(HISTORY_BUCKETS, hidden + 1)
+        self.history_buckets = TAKE_BACK_BUCKETS if take_back else HISTORY_BUCKETS
+        self.history_embed = nn.Embedding(self.history_buckets, hidden + 1)
         self.match_embed = nn.Embedding(MATCH_BUCKETS, hidden + 1)
         self.object_embed = nn.Embedding(2, hidden + 1) if object_match else None
         for embedding in (self.history_embed, self.match_embed, self.object_embed):
@@ -106,7 +110,8 @@ class TextPolicy(nn.Module):
         scores = torch.gather(state @ commands.T, -1, inverse)  # [B, T, N]
         # the constant last column turns each bucket's last weight into a plain bias
         commands = torch.cat([commands, torch.full_like(commands[:, :1], self.hidden ** 0.5)], 1)
-        slots = ((self.history_embed.weight @ commands.T)[batch["history"], inverse]
+        history = batch["history"] % self.history_buckets
+        slots = ((self.history_embed.weight @ commands.T)[history, inverse]
                  + (self.match_embed.weight @ commands.T)[batch["match"], inverse])
         if self.object_embed is not None:
             slots = slots + (self.object_embed.weight @ commands.T)[batch["object"], inverse]

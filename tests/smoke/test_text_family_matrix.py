@@ -127,7 +127,7 @@ def test_a_learned_manager_trains_resumes_exactly_and_evaluates_without_an_exper
         k: v for k, v in report.items() if k not in ("model", "wall_seconds")}
 
     predicted = text_config(games_and_demos, steps=96, algorithm={
-        **manager, "success_predictor": 0.5, "object_match": True})
+        **manager, "success_predictor": 0.5, "object_match": True, "take_back": True})
     train(predicted, tmp_path / "c", show_progress=False)
     series = read_metrics(tmp_path / "c" / "metrics.csv")
     assert series["losses/success_predictor"] and series["train/subgoal_success_rate"]

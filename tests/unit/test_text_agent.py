@@ -79,6 +79,18 @@ def test_memory_makes_the_past_matter(table):
         assert (not torch.allclose(policy(table, changed)[0][:, -1], last)) == differs
 
 
+def test_the_take_back_bit_counts_only_for_a_policy_that_reads_it(table):
+    batch = _batch(torch.Generator().manual_seed(5))
+    flagged = {**batch, "history": batch["history"] + HISTORY_BUCKETS}
+    for take_back in (False, True):
+        torch.manual_seed(0)
+        policy = TextPolicy(DIM, hidden=16, memory=False, take_back=take_back)
+        nn_init_history(policy)
+        assert policy.history_embed.num_embeddings == HISTORY_BUCKETS * (2 if take_back else 1)
+        same = torch.equal(policy(table, flagged)[0], policy(table, batch)[0])
+        assert same != take_back
+
+
 def nn_init_history(policy: TextPolicy) -> None:
     """History embeddings start at zero; give them values so the test sees them."""
     with torch.no_grad():

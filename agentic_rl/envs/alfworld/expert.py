@@ -5,6 +5,8 @@ ALFWorld 0.4.2's handcoded expert, as shipped, fails most ``pick_two_obj_and_pla
 fixes that (0.87). For pick_two, :class:`ExpertTracker` can still ask Fast Downward for a plan
 once, at reset (re-planning every step is slow and memory-hungry), and follow it while the agent
 follows it; once the agent leaves the plan it falls back to the handcoded expert.
+:func:`expert_subgoal` reads the subgoal the handcoded expert pursues (the learned text
+Manager's DAgger label).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ decisions a perfect Manager makes in expert demonstrations."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -139,18 +139,14 @@ def dagger_decisions(table: TextTable, episodes: Sequence[Any], period: int
     for episode in episodes:
         if episode.expert_subgoal is None:
             continue
-        task = texts[episode.task]
         commands = [texts[int(c)] for c in episode.previous_command[1:]] + [""]
         feedbacks = [texts[int(o)] for o in episode.observation[1:]] + [""]
-        for step in decision_steps(commands, feedbacks, period):
-            label = texts[int(episode.expert_subgoal[step])]
-            carried = texts[int(episode.inventory[step])]
-            x = manager_inputs(task, zip(commands[:step], feedbacks[:step]), carried)
-            if label and label in x.candidates:
-                tasks.append(task)
-                inventories.append(carried)
-                inputs.append(x)
-                labels.append(x.candidates.index(label))
+        for task, carried, x, label in _subgoal_decisions(texts, episode, commands, feedbacks,
+                                                          period, episode.expert_subgoal):
+            tasks.append(task)
+            inventories.append(carried)
+            inputs.append(x)
+            labels.append(label)
     if not labels:
         return None
     return decisions(table, tasks, inventories, inputs), torch.tensor(labels)
@@ -169,22 +165,33 @@ def episode_decisions(table: TextTable, episodes: Sequence[Any], period: int
     tasks, inventories, inputs, chosen, owner = [], [], [], [], []
     texts = table.texts
     for e, episode in enumerate(episodes):
-        task = texts[episode.task]
         commands, feedbacks = episode_texts(texts, episode)
-        for step in decision_steps(commands, feedbacks, period):
-            carried = texts[int(episode.inventory[step])]
-            x = manager_inputs(task, zip(commands[:step], feedbacks[:step]), carried)
-            subgoal = texts[int(episode.subgoal[step])]
-            if subgoal in x.candidates:
-                tasks.append(task)
-                inventories.append(carried)
-                inputs.append(x)
-                chosen.append(x.candidates.index(subgoal))
-                owner.append(e)
+        for task, carried, x, index in _subgoal_decisions(texts, episode, commands, feedbacks,
+                                                          period, episode.subgoal):
+            tasks.append(task)
+            inventories.append(carried)
+            inputs.append(x)
+            chosen.append(index)
+            owner.append(e)
     if not chosen:
         return None
     return (decisions(table, tasks, inventories, inputs), torch.tensor(chosen),
             torch.tensor(owner))
+
+
+def _subgoal_decisions(texts: Sequence[str], episode: Any, commands: Sequence[str],
+                       feedbacks: Sequence[str], period: int, subgoals: np.ndarray
+                       ) -> Iterator[tuple[str, str, ManagerInputs, int]]:
+    """``(task, inventory, inputs, index of subgoals[step] among the candidates)`` at each
+    Manager decision of an episode (``decision_steps`` over the agent's ``commands`` and their
+    ``feedbacks``) whose subgoal row ``subgoals[step]`` names a candidate."""
+    task = texts[episode.task]
+    for step in decision_steps(commands, feedbacks, period):
+        carried = texts[int(episode.inventory[step])]
+        x = manager_inputs(task, zip(commands[:step], feedbacks[:step]), carried)
+        subgoal = texts[int(subgoals[step])]
+        if subgoal in x.candidates:  # never "": candidates are templates
+            yield task, carried, x, x.candidates.index(subgoal)
 
 
 class LearnedTextManager:

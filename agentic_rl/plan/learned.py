@@ -134,21 +134,17 @@ def dagger_decisions(table: TextTable, episodes: Sequence[Any], period: int
         ``(decisions, labels [B])``; decisions whose expert subgoal is none or not a candidate
         are dropped; None if none is left.
     """
-    tasks, inventories, inputs, labels = [], [], [], []
-    texts = table.texts
+    rows, texts = [], table.texts
     for episode in episodes:
         if episode.expert_subgoal is None:
             continue
         commands = [texts[int(c)] for c in episode.previous_command[1:]] + [""]
         feedbacks = [texts[int(o)] for o in episode.observation[1:]] + [""]
-        for task, carried, x, label in _subgoal_decisions(texts, episode, commands, feedbacks,
-                                                          period, episode.expert_subgoal):
-            tasks.append(task)
-            inventories.append(carried)
-            inputs.append(x)
-            labels.append(label)
-    if not labels:
+        rows += _subgoal_decisions(texts, episode, commands, feedbacks, period,
+                                   episode.expert_subgoal)
+    if not rows:
         return None
+    tasks, inventories, inputs, labels = zip(*rows)
     return decisions(table, tasks, inventories, inputs), torch.tensor(labels)
 
 
@@ -162,19 +158,14 @@ def episode_decisions(table: TextTable, episodes: Sequence[Any], period: int
         the subgoal chosen among its candidates, and which episode it belongs to; None if no
         episode holds a decision.
     """
-    tasks, inventories, inputs, chosen, owner = [], [], [], [], []
-    texts = table.texts
+    rows, texts = [], table.texts
     for e, episode in enumerate(episodes):
         commands, feedbacks = episode_texts(texts, episode)
-        for task, carried, x, index in _subgoal_decisions(texts, episode, commands, feedbacks,
-                                                          period, episode.subgoal):
-            tasks.append(task)
-            inventories.append(carried)
-            inputs.append(x)
-            chosen.append(index)
-            owner.append(e)
-    if not chosen:
+        rows += [(*row, e) for row in _subgoal_decisions(texts, episode, commands, feedbacks,
+                                                         period, episode.subgoal)]
+    if not rows:
         return None
+    tasks, inventories, inputs, chosen, owner = zip(*rows)
     return (decisions(table, tasks, inventories, inputs), torch.tensor(chosen),
             torch.tensor(owner))
 

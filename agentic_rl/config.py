@@ -126,6 +126,9 @@ class VerificationConfig(Section):
     shield_train: bool = False
     shield_eval: bool = False
     shield_margin: float = Field(0.0, ge=0)
+    reset_on_violation: bool = Field(
+        False, description="training envs only: an episode ends (truncated, so learners still "
+        "bootstrap from the state reached) at its first step that breaks a property")
 
 
 ALGORITHM_CONFIGS: dict[str, type[BaseModel]] = dict(CONFIGS)
@@ -146,6 +149,13 @@ class ExperimentConfig(Section):
         if self.training.rollout_workers and self.verification.shield_train:
             raise ValueError("verification.shield_train needs the envs in the learner's process; "
                              "it cannot run with training.rollout_workers (shield_eval can)")
+        return self
+
+    @model_validator(mode="after")
+    def _reset_on_violation_needs_properties(self) -> "ExperimentConfig":
+        if self.verification.reset_on_violation and self.verification.property_file is None:
+            raise ValueError("verification.reset_on_violation needs verification.property_file "
+                             "(its properties say which steps are violations)")
         return self
 
     @model_validator(mode="before")

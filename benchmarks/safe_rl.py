@@ -8,6 +8,10 @@ then ``--episodes`` evaluation episodes without a shield (success and violations
     python benchmarks/safe_rl.py --task fetch --seeds 3 --json bench_out/safe_rl.json
     python benchmarks/safe_rl.py --task lava --seeds 3 --json bench_out/safe_rl_lava.json
     python benchmarks/safe_rl.py --task fetch --seeds 1 --steps 20000 --set training.learning_starts=50
+    python benchmarks/safe_rl.py --task fetch --steps 20000 --lag-set verification.reset_on_violation=true
+
+``--set`` overrides the config of both methods, ``--lag-set`` the constrained one's alone (a
+constraint mechanism the unconstrained twin must not get), ``--methods`` runs a subset.
 """
 
 from __future__ import annotations
@@ -70,14 +74,23 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--log-dir", default=None, help="keep the runs here (default: temp)")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="config overrides for both methods (e.g. training.learning_starts=50)")
+    parser.add_argument("--lag-set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="config overrides for the constrained method alone (e.g. "
+                        "verification.reset_on_violation=true)")
+    parser.add_argument("--methods", nargs="+", default=None,
+                        help="run these of the task's two methods (default: both)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     folder = Path(args.log_dir or tempfile.mkdtemp(prefix="safe_rl_"))
     config_file, methods, budget = TASKS[args.task]
     steps = args.steps or budget
+    unknown = set(args.methods or ()) - set(methods)
+    if unknown:
+        parser.error(f"--methods: {sorted(unknown)} not among {list(methods)} for {args.task}")
     results: dict[str, dict] = {}
-    for method in methods:
-        runs = [run(config_file, method, seed, steps, args.episodes, folder, args.set)
+    for method in args.methods or methods:
+        overrides = [*args.set, *(args.lag_set if method.endswith("_lag") else ())]
+        runs = [run(config_file, method, seed, steps, args.episodes, folder, overrides)
                 for seed in range(args.seed, args.seed + args.seeds)]
         results[method] = {"runs": runs, **{f"{key}_mean": float(np.mean([r[key] for r in runs]))
                                             for key in ("success", "train_violations",
@@ -94,7 +107,8 @@ def main(argv: list[str] | None = None) -> dict:
                           "train violations by quarter", "eval violations",
                           "per seed (success/train/eval)"], rows))
     payload = {"task": args.task, "steps": steps, "episodes": args.episodes,
-               "seeds": args.seeds, "first_seed": args.seed, "overrides": args.set, **results}
+               "seeds": args.seeds, "first_seed": args.seed, "overrides": args.set,
+               "constrained_overrides": args.lag_set, **results}
     write_json(args.json, payload)
     return payload
 

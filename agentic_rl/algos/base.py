@@ -26,8 +26,6 @@ ON_POLICY_TRAINING_KEYS = ("training.learning_starts", "training.buffer_size",
 ENV_NORMALISER_KEYS = ("environment.normalize_obs", "environment.normalize_goal",
                        "environment.clip_obs", "environment.goal_region")
 ENV_INPUT_KEYS = ENV_NORMALISER_KEYS + ("environment.curriculum",)
-VERIFICATION_KEYS = ("verification.property_file", "verification.shield_train",
-                     "verification.shield_eval", "verification.shield_margin")
 
 ActMode = Literal["explore", "deterministic", "random"]
 ACT_MODES = ("explore", "deterministic", "random")

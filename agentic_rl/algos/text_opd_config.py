@@ -85,7 +85,7 @@ class TextOPDConfig(BaseModel):
     # envs: games_per_iteration x group_size; no random-action phase, no replay
     unread_keys: ClassVar[tuple[str, ...]] = ENV_NORMALISER_KEYS + (
         "training.learning_starts", "training.buffer_size", "training.overlap_env",
-        "environment.num_envs")
+        "environment.num_envs", "verification.reset_on_violation")
     prototype_data_path: str | list[str] | None = Field(
         None, description="ALFWorld demonstration .npz file(s) (`agentic-rl demos`)")
     hidden: int = Field(256, ge=8)

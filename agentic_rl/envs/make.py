@@ -84,10 +84,12 @@ def make_env(name: str, kwargs: dict[str, Any] | None = None, goal_region=None) 
     return env
 
 
-def env_factory(name: str, kwargs: dict[str, Any] | None = None,
-                goal_region=None) -> Callable[[], gym.Env]:
-    """A picklable-by-closure thunk for vector envs."""
-    return lambda: make_env(name, kwargs, goal_region)
+def env_factory(name: str, kwargs: dict[str, Any] | None = None, goal_region=None,
+                wrap: Callable[[gym.Env], gym.Env] | None = None) -> Callable[[], gym.Env]:
+    """A picklable-by-closure thunk for vector envs (``wrap``: applied to each env last)."""
+    if wrap is None:
+        return lambda: make_env(name, kwargs, goal_region)
+    return lambda: wrap(make_env(name, kwargs, goal_region))
 
 
 class LeanSyncVectorEnv(SyncVectorEnv):
@@ -128,17 +130,20 @@ class LeanSyncVectorEnv(SyncVectorEnv):
 
 
 def make_vec_env(name: str, num_envs: int, kwargs: dict[str, Any] | None = None,
-                 goal_region=None) -> gym.vector.VectorEnv:
+                 goal_region=None, wrap: Callable[[gym.Env], gym.Env] | None = None
+                 ) -> gym.vector.VectorEnv:
     """A vector env without autoreset: the collector resets envs itself, with seeds drawn from
     the run's generator, so a resumed run replays the same episodes. Grid worlds step as one
     numpy batch (``BatchGridWorld``); other envs run in a ``LeanSyncVectorEnv`` whose
     observations come back in its own buffers (``copy=False``: its deep copy of every step's
-    observation dict cost more than the rest of its step); the collector copies what it keeps."""
+    observation dict cost more than the rest of its step); the collector copies what it keeps.
+    ``wrap`` wraps each env (grid worlds then step one by one too)."""
     register_all(name)
     from agentic_rl.envs.gridworld import ENV_IDS, BatchGridWorld
 
-    if name in ENV_IDS and goal_region is None:
+    if name in ENV_IDS and goal_region is None and wrap is None:
         make_env(name, kwargs).close()  # the same argument checks as a single env
         return BatchGridWorld(num_envs=num_envs, **{**ENV_IDS[name], **(kwargs or {})})
-    return LeanSyncVectorEnv([env_factory(name, kwargs, goal_region) for _ in range(num_envs)],
+    return LeanSyncVectorEnv([env_factory(name, kwargs, goal_region, wrap)
+                              for _ in range(num_envs)],
                              autoreset_mode=AutoresetMode.DISABLED, copy=False)

@@ -14,7 +14,7 @@ judges the command texts.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
@@ -127,6 +127,53 @@ def command_names(table: Any):
 
 
 Shield = ProjectionShield | MaskShield | CommandShield
+
+
+class ViolationReset(gym.Wrapper):
+    """Ends an episode at its first step that breaks a property (``verification.
+    reset_on_violation``, training envs only), as OmniSafe's early-terminated adapter with a
+    cost limit of 0. The step comes back *truncated* with ``info["violation_reset"]``, its
+    reward unchanged: OmniSafe ends it as terminated with reward 0, which under a reward of -1
+    per step (Fetch, mazes) would make breaking a property the quickest way out; truncated,
+    the learners bootstrap from the state reached as at a time limit, so only which states are
+    visited changes, not what any of them is worth. The constraint stays the cost's job.
+
+    Args:
+        env: a goal env (the state properties judge ``obs["observation"]``).
+        properties: the ``verify.spec.PropertySet``; a property with a horizon H only counts
+            at episode steps ``< H``, as in the monitor.
+    """
+
+    def __init__(self, env: gym.Env, properties: PropertySet) -> None:
+        super().__init__(env)
+        self.properties = properties
+        self.horizons = {p.name: properties.horizon_of(p) for p in properties.properties}
+        self.episode_step = 0
+
+    def reset(self, **kwargs: Any):
+        self.episode_step = 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        masks = self.properties.violations(np.asarray(obs["observation"])[None],
+                                           np.asarray(action)[None])
+        broke = any(bool(mask[0]) and (self.horizons[name] is None
+                                       or self.episode_step < self.horizons[name])
+                    for name, mask in masks.items())
+        self.episode_step += 1
+        if broke and not terminated:
+            truncated, info = True, {**info, "violation_reset": True}
+        return obs, reward, terminated, truncated, info
+
+
+def violation_reset(config) -> Callable[[gym.Env], gym.Env] | None:
+    """The wrapper ``build_envs`` puts on each training env (None unless
+    ``verification.reset_on_violation``)."""
+    if not config.verification.reset_on_violation:
+        return None
+    properties = load_properties(config.verification.property_file)
+    return lambda env: ViolationReset(env, properties)
 
 
 @dataclass

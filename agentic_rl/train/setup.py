@@ -16,7 +16,7 @@ from agentic_rl.data.storage import StorageSpec
 from agentic_rl.envs.curriculum import Curriculum
 from agentic_rl.envs.goal import goal_functions
 from agentic_rl.envs.make import make_env, make_vec_env
-from agentic_rl.train.safety import Safety, build_safety
+from agentic_rl.train.safety import Safety, build_safety, violation_reset
 
 
 @dataclass
@@ -64,7 +64,8 @@ def build_envs(config: ExperimentConfig, part: tuple[int, int] | None = None
     if custom is not None:
         return custom(config, part)
     env_cfg = config.environment
-    return (make_vec_env(env_cfg.name, env_cfg.num_envs, env_cfg.kwargs, env_cfg.goal_region),
+    return (make_vec_env(env_cfg.name, env_cfg.num_envs, env_cfg.kwargs, env_cfg.goal_region,
+                         violation_reset(config)),
             make_env(env_cfg.name, env_cfg.kwargs, env_cfg.goal_region))
 
 

@@ -22,6 +22,19 @@ def test_a_constrained_run_learns_a_cost_and_raises_the_multiplier(tmp_path):
     assert "losses/cost_critic_loss" in metrics
 
 
+def test_resetting_on_violations_leaves_at_most_one_per_training_episode(tmp_path):
+    config = _config(tmp_path)
+    reset = config.model_copy(update={"verification": config.verification.model_copy(
+        update={"reset_on_violation": True})})
+    with pytest.warns(UserWarning, match="autograd"):
+        plain = train(config, tmp_path / "plain", show_progress=False)["safety"]["train"]
+        ours = train(reset, tmp_path / "reset", show_progress=False)["safety"]["train"]
+    assert ours["steps"] == plain["steps"] == 300
+    assert 0 < ours["violations"] < plain["violations"]
+    episodes = read_metrics(tmp_path / "reset" / "metrics.csv")["time/episodes"][-1]
+    assert episodes[0] == 300 and ours["violations"] <= episodes[1]
+
+
 def test_a_resumed_constrained_run_ends_with_the_uninterrupted_weights(tmp_path):
     train(_config(tmp_path), tmp_path / "a", show_progress=False)
     short = _config(tmp_path).model_copy(update={"training": _config(

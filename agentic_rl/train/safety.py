@@ -8,7 +8,8 @@ declared action bounds. Discrete actions: ``MaskShield`` narrows ``obs["action_m
 allowed actions (and, in grid worlds, to moves whose next cell breaks no state property), so an
 on-policy learner samples, and learns from, only what may run. Text agents: ``CommandShield``
 narrows it to the admissible commands no ``forbidden_commands`` pattern matches, and the monitor
-judges the command texts.
+judges the command texts. ``ViolationReset`` (``verification.reset_on_violation``) ends a
+training episode at its first violating step.
 """
 
 from __future__ import annotations

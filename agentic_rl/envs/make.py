@@ -87,9 +87,10 @@ def make_env(name: str, kwargs: dict[str, Any] | None = None, goal_region=None) 
 def env_factory(name: str, kwargs: dict[str, Any] | None = None, goal_region=None,
                 wrap: Callable[[gym.Env], gym.Env] | None = None) -> Callable[[], gym.Env]:
     """A picklable-by-closure thunk for vector envs (``wrap``: applied to each env last)."""
-    if wrap is None:
-        return lambda: make_env(name, kwargs, goal_region)
-    return lambda: wrap(make_env(name, kwargs, goal_region))
+    def make() -> gym.Env:
+        env = make_env(name, kwargs, goal_region)
+        return env if wrap is None else wrap(env)
+    return make
 
 
 class LeanSyncVectorEnv(SyncVectorEnv):

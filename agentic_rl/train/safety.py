@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from agentic_rl.verify.finite import grid_states_from_obs, gridworld_system, safe_action_mask
-from agentic_rl.verify.monitor import SafetyMonitor
+from agentic_rl.verify.monitor import SafetyMonitor, within_horizons
 from agentic_rl.verify.shield import ContinuousShield, DiscreteShield
 from agentic_rl.verify.spec import PropertySet, load_properties
 from agentic_rl.verify.step_model import declared_step_model
@@ -148,7 +148,6 @@ class ViolationReset(gym.Wrapper):
     def __init__(self, env: gym.Env, properties: PropertySet) -> None:
         super().__init__(env)
         self.properties = properties
-        self.horizons = {p.name: properties.horizon_of(p) for p in properties.properties}
         self.episode_step = 0
 
     def reset(self, **kwargs: Any):
@@ -159,9 +158,8 @@ class ViolationReset(gym.Wrapper):
         obs, reward, terminated, truncated, info = self.env.step(action)
         masks = self.properties.violations(np.asarray(obs["observation"])[None],
                                            np.asarray(action)[None])
-        broke = any(bool(mask[0]) and (self.horizons[name] is None
-                                       or self.episode_step < self.horizons[name])
-                    for name, mask in masks.items())
+        broke = any(mask[0] for mask in within_horizons(
+            self.properties, masks, np.array([self.episode_step])).values())
         self.episode_step += 1
         if broke and not terminated:
             truncated, info = True, {**info, "violation_reset": True}

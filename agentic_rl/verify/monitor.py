@@ -11,6 +11,24 @@ import numpy as np
 from agentic_rl.verify.spec import PropertySet
 
 
+def within_horizons(properties: PropertySet, masks: dict[str, np.ndarray],
+                    episode_step: np.ndarray | None) -> dict[str, np.ndarray]:
+    """``masks`` (``{name: violation mask [N]}``) with each property's violations at episode
+    steps ``>= `` its horizon (its own or the file's) dropped; ``episode_step [N]``."""
+    batch = len(next(iter(masks.values())))
+    for prop in properties.properties:
+        horizon = properties.horizon_of(prop)
+        if horizon is None:
+            continue
+        if episode_step is None:
+            raise ValueError(f"property {prop.name!r} has horizon {horizon}: pass episode_step")
+        steps = np.asarray(episode_step).reshape(-1)
+        if steps.shape[0] != batch:
+            raise ValueError(f"episode_step has {steps.shape[0]} entries for {batch} envs")
+        masks[prop.name] = masks[prop.name] & (steps < horizon)
+    return masks
+
+
 class SafetyMonitor:
     """Counts property violations over batches of env steps.
 
@@ -46,18 +64,9 @@ class SafetyMonitor:
         """
         if self.action_names is not None and inputs is not None:
             action = self.action_names(inputs, action)
-        masks = self.properties.violations(obs, action)
+        masks = within_horizons(self.properties, self.properties.violations(obs, action),
+                                episode_step)
         batch = len(next(iter(masks.values())))
-        for prop in self.properties.properties:
-            horizon = self.properties.horizon_of(prop)
-            if horizon is None:
-                continue
-            if episode_step is None:
-                raise ValueError(f"property {prop.name!r} has horizon {horizon}: pass episode_step")
-            steps = np.asarray(episode_step).reshape(-1)
-            if steps.shape[0] != batch:
-                raise ValueError(f"episode_step has {steps.shape[0]} entries for {batch} envs")
-            masks[prop.name] = masks[prop.name] & (steps < horizon)
         for name, mask in masks.items():
             if mask.shape[0] != batch:
                 raise ValueError(f"property {name!r} got {mask.shape[0]} rows, others {batch}; "

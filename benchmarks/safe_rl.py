@@ -3,7 +3,9 @@
 box (``configs/sac_lag_fetch_reach_obstacle.yaml``); ``--task lava``: PPO-Lagrangian against PPO
 in a 6x6 room with a lava cell (``configs/ppo_lag_gridworld_lava.yaml``). Per method and seed:
 violations during training (the monitor counts every training step that breaks a property),
-then ``--episodes`` evaluation episodes without a shield (success and violations).
+then ``--episodes`` evaluation episodes without a shield (success and violations). With both
+methods, the ratio of their training violations (unconstrained over constrained) is also given
+cumulatively to the end of each quarter: the ratio depends on the budget.
 
     python benchmarks/safe_rl.py --task fetch --seeds 3 --json bench_out/safe_rl.json
     python benchmarks/safe_rl.py --task lava --seeds 3 --json bench_out/safe_rl_lava.json
@@ -64,6 +66,18 @@ def by_quarter(run_dir: Path, steps: int) -> list[int]:
     return [after - before for before, after in zip(totals, totals[1:])]
 
 
+def cumulative_ratios(constrained: list[dict], plain: list[dict]) -> list[float]:
+    """Unconstrained over constrained training violations, seed means, cumulative to the end of
+    each quarter: how the ratio the bar asks for depends on the budget (the constrained
+    learner's violations stop early, the unconstrained one's go on); inf where the constrained
+    learner has none yet."""
+    def cumulative(runs: list[dict]) -> np.ndarray:
+        return np.cumsum(np.mean([r["train_violations_by_quarter"] for r in runs], axis=0))
+
+    ours, theirs = cumulative(constrained), cumulative(plain)
+    return [float(t / o) if o > 0 else float("inf") for o, t in zip(ours, theirs)]
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="fetch", choices=list(TASKS))
@@ -109,6 +123,13 @@ def main(argv: list[str] | None = None) -> dict:
     payload = {"task": args.task, "steps": steps, "episodes": args.episodes,
                "seeds": args.seeds, "first_seed": args.seed, "overrides": args.set,
                "constrained_overrides": args.lag_set, **results}
+    if len(results) == 2:  # both methods ran: the bar's ratio at each quarter's budget
+        constrained, plain = methods
+        ratios = cumulative_ratios(results[constrained]["runs"], results[plain]["runs"])
+        payload["train_violation_ratio_by_quarter"] = ratios
+        print(f"training violations, {plain} / {constrained}, cumulative to the end of each "
+              f"quarter ({steps // QUARTERS} steps each): "
+              + " / ".join(f"{r:.1f}x" for r in ratios))
     write_json(args.json, payload)
     return payload
 

@@ -133,3 +133,22 @@ def test_the_multiplier_answers_to_violations_not_to_the_margin(tmp_path):
     inside[1:3] = 0.0  # two steps in the box
     learner.observe({"observation": inside, "desired_goal": goals, "achieved_goal": goals})
     assert learner.lagrange == pytest.approx(0.95 + 0.5 * (2 - 0.1))
+
+
+def test_safe_rl_reports_the_violation_ratio_cumulatively_by_quarter():
+    # benchmarks/safe_rl.py: the bar's ratio at each quarter's budget, seed means first
+    import importlib.util
+
+    from tests.conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("safe_rl", REPO / "benchmarks" / "safe_rl.py")
+    safe_rl = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(safe_rl)
+    constrained = [{"train_violations_by_quarter": [8, 1, 1, 0]},
+                   {"train_violations_by_quarter": [10, 0, 0, 0]}]  # mean 9, 9.5, 10, 10
+    plain = [{"train_violations_by_quarter": [30, 10, 15, 15]},
+             {"train_violations_by_quarter": [34, 12, 19, 11]}]  # mean 32, 43, 60, 73
+    ratios = safe_rl.cumulative_ratios(constrained, plain)
+    assert ratios == pytest.approx([32 / 9, 43 / 9.5, 6.0, 7.3])
+    none_yet = [{"train_violations_by_quarter": [0, 0, 1, 0]}]
+    assert safe_rl.cumulative_ratios(none_yet, plain[:1])[:2] == [float("inf")] * 2

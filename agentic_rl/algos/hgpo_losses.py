@@ -69,6 +69,18 @@ def distance_intrinsic_reward(phi_next: torch.Tensor, goal: torch.Tensor) -> tor
     return -(phi_next - goal).norm(dim=-1)
 
 
+def failure_outcome(reward: torch.Tensor, terminated: torch.Tensor, failed: torch.Tensor,
+                    gamma: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(reward, terminated) [B]`` with the steps where the env ended the episode without
+    reaching its goal (``failed [B]``, 1.0 / 0.0) made absorbing: the step's reward as if it
+    were repeated forever, ``reward / (1 - gamma)``, and no bootstrap. An agent that stops there
+    stays there; a plain termination would instead end a stream of negative rewards (a
+    distance or -1 per step) and make failing the quickest way out."""
+    failed = failed.bool()
+    return (torch.where(failed, reward / (1.0 - gamma), reward),
+            torch.where(failed, torch.ones_like(terminated), terminated))
+
+
 def success_progress_reward(p_next: torch.Tensor, p_now: torch.Tensor) -> torch.Tensor:
     """Worker reward from a learned success predictor: ``P(reach | s', g) - P(reach | s, g)``."""
     return p_next - p_now

@@ -19,7 +19,8 @@ bounds how far a waypoint may lie, and a hindsight subgoal is the offset actuall
 With ``planner`` a landmark graph over visited states (``hgpo_planner``) sets the subgoals of
 evaluation episodes (``use: eval``) or of every episode: waypoints on shortest routes whose
 edge lengths the Worker's critic gives; ``hgpo_waypoints`` says when it plans and when it is
-rebuilt.
+rebuilt. ``visit_planner`` does the same over a graph of visited grid cells whose edges are
+steps the replay holds (``hgpo_visits``): no Worker values, so any Worker reward and goal input.
 
 With ``worker_goal_input: relative`` the Worker's networks read the offset still to go,
 ``subgoal - achieved_goal``, recomputed every step, appended to its observation (HIRO's goal
@@ -38,11 +39,13 @@ import torch
 from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.hgpo import level_metrics
 from agentic_rl.algos.hgpo_diagnostics import SubgoalStats
-from agentic_rl.algos.hgpo_losses import (distance_intrinsic_reward, hindsight_subgoals,
+from agentic_rl.algos.hgpo_losses import (distance_intrinsic_reward, failure_outcome,
+                                          hindsight_subgoals,
                                          offset_appended, penalise_missed,
                                          relative_goal_inputs)
 from agentic_rl.algos.hgpo_planner import steps_from_q
 from agentic_rl.algos.hgpo_sac_config import HGPOSACConfig, SACLevelConfig
+from agentic_rl.algos.hgpo_visits import VisitWaypoints
 from agentic_rl.algos.hgpo_waypoints import GraphWaypoints
 from agentic_rl.algos.spaces import resolve_device, spaces_of
 from agentic_rl.algos.sac import SAC
@@ -111,11 +114,21 @@ class HGPOSAC:
         self.reward_scale = (1.0, 0.0)  # the Worker's reward at / away from its goal
         self.subgoal_penalty = (cfg.subgoal_penalty if cfg.subgoal_penalty is not None
                                 else -1.0 / (1.0 - cfg.manager.gamma))
-        self.planning = None if cfg.planner is None else GraphWaypoints(
-            cfg.planner.resolved(cfg.period), self.worker_steps,
-            lambda a, g: self.goal_fns.success_fn(a, g), self.manager.env_to_unit,
-            cfg.subgoals == "relative")
+        self.planning = self.waypoints(cfg)
         self.storage: PeriodStorage | None = None  # the planner's landmarks come from it
+
+    def waypoints(self, cfg: HGPOSACConfig) -> GraphWaypoints | VisitWaypoints | None:
+        """The planner of ``planner`` or ``visit_planner``, if either is set."""
+        success = lambda a, g: self.goal_fns.success_fn(a, g)  # noqa: E731 (set later)
+        relative = cfg.subgoals == "relative"
+        if cfg.planner is not None:
+            return GraphWaypoints(cfg.planner.resolved(cfg.period), self.worker_steps, success,
+                                  self.manager.env_to_unit, relative)
+        if cfg.visit_planner is not None:
+            reach = cfg.visit_planner.reach or cfg.goal_scale
+            return VisitWaypoints(cfg.visit_planner, reach, success, self.manager.env_to_unit,
+                                  relative)
+        return None
 
     @classmethod
     def from_config(cls, config: Any, env: Any) -> HGPOSAC:
@@ -136,7 +149,7 @@ class HGPOSAC:
         goal = torch.zeros(1, self.goal_dim)
         self.reward_scale = (float(goal_fns.reward_fn(goal, goal)[0]),
                              float(goal_fns.reward_fn(goal, goal + 1e6)[0]))
-        if self.planning is not None and not goal_fns.terminates_on_success \
+        if isinstance(self.planning, GraphWaypoints) and not goal_fns.terminates_on_success \
                 and self.reward_scale[0] != 0:
             from agentic_rl.config import ConfigError
 
@@ -248,6 +261,9 @@ class HGPOSAC:
                "next_achieved_goal": reached,
                "terminated": (goal_fns.success_fn(reached, goal) if goal_fns.terminates_on_success
                               else torch.zeros(goal.shape[0]))}
+        if goal_fns.terminates_on_failure:  # the env ended it short of its own goal
+            row["failed"] = transition["terminated"].float() * (1.0 - self.goal_fns.success_fn(
+                reached, transition["desired_goal"]))
         keys = self.config.manager.obs_keys
         return row, level_input(keys_now, keys), level_input(keys_next, keys)
 
@@ -256,12 +272,19 @@ class HGPOSAC:
         levels = {name: LevelSettings(
             self.stored_obs_dim[name], self.goal_dim, sac.action_low.shape[0],
             level_cfg.batch_size, level_cfg.her, level_cfg.update_every,
-            ("missed",) if name == "manager" and self.config.subgoal_testing > 0 else (),
+            self.extra_fields(name, spec.goal_fns),
             self.worker_goal_fns if name == "worker" else None)
             for name, sac, level_cfg in (("worker", self.worker, self.config.worker),
                                          ("manager", self.manager, self.config.manager))}
         self.storage = PeriodStorage(spec, levels, self.config.period, self.rows)
         return self.storage
+
+    def extra_fields(self, level: str, goal_fns: Any) -> tuple[str, ...]:
+        """The level's own replay fields: the Manager's ``missed`` (subgoal testing), the
+        Worker's ``failed`` (an env that ends episodes in failure)."""
+        if level == "manager":
+            return ("missed",) if self.config.subgoal_testing > 0 else ()
+        return ("failed",) if goal_fns.terminates_on_failure else ()
 
     def observe(self, episode: dict[str, dict[str, torch.Tensor]]) -> None:
         """Normaliser statistics from one finished episode: its ``worker`` and ``manager``
@@ -285,8 +308,14 @@ class HGPOSAC:
         replay batch as ``SAC.update`` takes it); metrics prefixed by level."""
         metrics: dict[str, float] = {}
         if "worker" in batch:
-            worker_batch = (relative_goal_inputs(batch["worker"]) if self.relative_worker
-                            else batch["worker"])
+            worker_batch = batch["worker"]
+            if "failed" in worker_batch:  # after HER, which recomputes terminated by success
+                worker_batch = dict(worker_batch)
+                worker_batch["reward"], worker_batch["terminated"] = failure_outcome(
+                    worker_batch["reward"], worker_batch["terminated"],
+                    worker_batch.pop("failed"), self.config.worker.gamma)
+            if self.relative_worker:
+                worker_batch = relative_goal_inputs(worker_batch)
             metrics |= level_metrics(self.worker.update(worker_batch), "worker")
             if self.planning is not None:
                 metrics |= self.planning.after_worker_update(self.worker.num_updates,
@@ -317,5 +346,7 @@ class HGPOSAC:
         self.manager.load_state_dict(state["manager"])
         self.worker.load_state_dict(state["worker"])
         self.generator.set_state(state["generator"])
-        if self.planning is not None:
+        if isinstance(self.planning, VisitWaypoints):  # derived data: rebuilt when missing
+            self.planning.load_state_dict(state.get("planner"))
+        elif self.planning is not None:
             self.planning.load_state_dict(state["planner"])

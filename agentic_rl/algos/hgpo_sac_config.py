@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentic_rl.algos.hgpo_planner import PlannerConfig
+from agentic_rl.algos.hgpo_visits import VisitPlannerConfig
 from agentic_rl.algos.sac_config import HERConfig, SACConfig, SACNetworkConfig
 
 
@@ -62,6 +63,10 @@ class HGPOSACConfig(BaseModel):
     planner: PlannerConfig | None = Field(
         None, description="subgoals from a graph over visited states (hgpo_planner); None: "
         "the learned Manager's")
+    visit_planner: VisitPlannerConfig | None = Field(
+        None, description="subgoals along a graph of the grid cells the Worker's replay "
+        "stepped between (hgpo_visits; needs no Worker values, so it works with any "
+        "worker_reward and worker_goal_input); None: the learned Manager's")
     manager: SACLevelConfig = Field(default_factory=lambda: SACLevelConfig(gamma=0.9))
     worker: SACLevelConfig = Field(default_factory=SACLevelConfig)
 
@@ -73,6 +78,9 @@ class HGPOSACConfig(BaseModel):
         if self.planner is not None and self.worker_goal_input == "relative":
             raise ValueError("algorithm.planner values landmark pairs with the Worker's critic "
                              "on absolute goals; it cannot with worker_goal_input: relative")
+        if self.planner is not None and self.visit_planner is not None:
+            raise ValueError("algorithm.planner and algorithm.visit_planner both choose the "
+                             "subgoals: keep one")
         return self
 
     @model_validator(mode="after")

@@ -73,6 +73,12 @@ class ReplayBuffer:
             self._valid = torch.nonzero(lengths > 0).flatten()
         return self._valid
 
+    def finished_rows(self, fields: tuple[str, ...]) -> dict[str, torch.Tensor]:
+        """``fields`` of every transition of a finished episode, each ``[K, ...]`` (in flat
+        index order)."""
+        index = self.valid_indices()
+        return {name: self._flat[name].index_select(0, index) for name in fields}
+
     def _used_rows(self) -> int:
         return self.capacity if self.full else self.pos
 

@@ -24,12 +24,15 @@ class GoalFunctions:
     """Reward and success of ``(achieved_goal [B, g], desired_goal [B, g])`` as tensors ``[B]``.
 
     ``terminates_on_success`` says whether reaching the goal ends the episode, so relabelled
-    transitions get ``terminated = success``.
+    transitions get ``terminated = success``; ``terminates_on_failure`` whether the env also
+    ends episodes that did not reach it (e.g. an ant that left its healthy range), which a
+    relabelling by success alone would erase.
     """
 
     reward_fn: TensorFn
     success_fn: TensorFn
     terminates_on_success: bool = False
+    terminates_on_failure: bool = False
 
 
 def is_goal_env(env: gym.Env) -> bool:
@@ -52,6 +55,7 @@ def goal_functions(env: gym.Env) -> GoalFunctions:
     threshold = wrapper_attr(env, "distance_threshold")
     reward_type = wrapper_attr(env, "reward_type")
     terminates = bool(wrapper_attr(env, "terminates_on_success", False))
+    fails = bool(wrapper_attr(env, "terminates_on_failure", False))
     if threshold is not None and reward_type in ("sparse", "dense"):
         def success_fn(achieved: torch.Tensor, desired: torch.Tensor) -> torch.Tensor:
             return (torch.linalg.vector_norm(achieved - desired, dim=-1) < threshold).float()
@@ -62,7 +66,7 @@ def goal_functions(env: gym.Env) -> GoalFunctions:
         else:
             def reward_fn(achieved: torch.Tensor, desired: torch.Tensor) -> torch.Tensor:
                 return -torch.linalg.vector_norm(achieved - desired, dim=-1)
-        return GoalFunctions(reward_fn, success_fn, terminates)
+        return GoalFunctions(reward_fn, success_fn, terminates, fails)
 
     compute_reward = wrapper_attr(env, "compute_reward")
     compute_success = wrapper_attr(env, "compute_success")
@@ -78,7 +82,7 @@ def goal_functions(env: gym.Env) -> GoalFunctions:
         return torch.as_tensor(np.asarray(compute_success(achieved.numpy(), desired.numpy()),
                                           np.float32))
 
-    return GoalFunctions(numpy_reward, numpy_success, terminates)
+    return GoalFunctions(numpy_reward, numpy_success, terminates, fails)
 
 
 class FlatToGoalObservation(gym.ObservationWrapper):

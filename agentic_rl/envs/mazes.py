@@ -38,15 +38,21 @@ class GoalMaze(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Goal-conditioned view of a gymnasium-robotics maze (float32 dict observations)."""
 
     def __init__(self, env: gym.Env, reward_type: str = "sparse",
-                 observe_position: bool = False) -> None:
-        gym.utils.RecordConstructorArgs.__init__(self, reward_type=reward_type,
-                                                 observe_position=observe_position)
+                 observe_position: bool = False, terminate_when_unhealthy: bool = False) -> None:
+        gym.utils.RecordConstructorArgs.__init__(
+            self, reward_type=reward_type, observe_position=observe_position,
+            terminate_when_unhealthy=terminate_when_unhealthy)
         gym.Wrapper.__init__(self, env)
         if reward_type not in ("sparse", "dense"):
             raise ValueError(f"reward_type must be 'sparse' or 'dense', got {reward_type!r}")
+        if terminate_when_unhealthy and not hasattr(env.unwrapped, "ant_env"):
+            raise ValueError("terminate_when_unhealthy: only the ant has a healthy range (its "
+                             "torso height within Ant-v5's healthy_z_range); drop it for "
+                             f"{env.spec.id if env.spec else type(env.unwrapped).__name__}")
         self.reward_type, self.observe_position = reward_type, observe_position
-        # goal.goal_functions reads this to relabel terminations as the env ends episodes.
+        # goal.goal_functions reads these to relabel terminations as the env ends episodes.
         self.terminates_on_success = not env.unwrapped.continuing_task
+        self.terminates_on_failure = terminate_when_unhealthy
         boxes = dict(env.observation_space.spaces)
         if observe_position:  # the ant's observation leaves out its own (x, y)
             inner, position = boxes["observation"], boxes["achieved_goal"]
@@ -89,6 +95,8 @@ class GoalMaze(gym.Wrapper, gym.utils.RecordConstructorArgs):
         obs, reward, terminated, truncated, info = self.env.step(action)
         obs = self._cast(obs)
         info["is_success"] = bool(is_success(obs["achieved_goal"], obs["desired_goal"]))
+        if self.terminates_on_failure and not self.env.unwrapped.ant_env.is_healthy:
+            info["unhealthy"], terminated = True, True  # a failure: the goal was not reached
         return obs, float(reward), bool(terminated), bool(truncated), info
 
 
@@ -98,6 +106,7 @@ def make_maze(
     reward_type: str = "sparse",
     max_episode_steps: int | None = None,
     observe_position: bool = False,
+    terminate_when_unhealthy: bool = False,
     **kwargs: Any,
 ) -> GoalMaze:
     """Build a goal-conditioned maze.
@@ -109,6 +118,9 @@ def make_maze(
         max_episode_steps: step limit; None keeps the registered one.
         observe_position: append ``achieved_goal`` (the agent's x, y) to ``observation``, for
             the ant, whose observation leaves its position out.
+        terminate_when_unhealthy: the ant only: end the episode, as a failure, at a step whose
+            torso height leaves Ant-v5's healthy range (0.2 to 1.0): a jump, the start of most
+            flips onto the ant's back, after which the ant crawls (AntMaze itself ignores it).
         **kwargs: passed to the underlying env (e.g. ``maze_map``, ``render_mode``).
     """
     if name not in MAZE_IDS.values():
@@ -118,7 +130,8 @@ def make_maze(
     env = gym.make(
         name, continuing_task=continuing_task, reward_type=reward_type, **extra, **kwargs
     )
-    return GoalMaze(env, reward_type=reward_type, observe_position=observe_position)
+    return GoalMaze(env, reward_type=reward_type, observe_position=observe_position,
+                    terminate_when_unhealthy=terminate_when_unhealthy)
 
 
 def register_maze_envs() -> None:

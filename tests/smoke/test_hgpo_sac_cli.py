@@ -67,3 +67,22 @@ def test_smoke_relative_worker_input_trains_resumes_and_evaluates(tmp_path, caps
     capsys.readouterr()
     assert main(["eval", str(run_dir), "--episodes", "2"]) == 0
     assert json.loads(capsys.readouterr().out)["episodes"] == 2
+
+
+def test_smoke_ant_with_failures_and_the_visit_planner_trains_resumes_and_evaluates(tmp_path):
+    # the ant ends an episode as a failure when it leaves its healthy range; the Worker's
+    # replay keeps those steps, the checkpoint carries them; the visit graph plans in evaluation
+    base = ["train", str(REPO / "configs" / "hgpo_antmaze.yaml"), "--log-dir", str(tmp_path),
+            "--no-progress", "environment.num_envs=2", "environment.kwargs.max_episode_steps=60",
+            "environment.kwargs.terminate_when_unhealthy=true", "training.learning_starts=150",
+            "training.eval_freq=300", "training.log_freq=150", "training.checkpoint_freq=300",
+            "training.num_eval_episodes=1", "algorithm.worker.hidden_sizes=[16,16]",
+            "algorithm.subgoals=relative", "algorithm.worker_reward=distance",
+            "algorithm.worker_goal_input=relative", "algorithm.goal_scale=2.0",
+            "algorithm.visit_planner.refresh_every=100"]
+    assert main([*base, "training.total_timesteps=450"]) == 0
+    run_dir = tmp_path / "hgpo_antmaze_seed0"
+    # built for the evaluation at 300, logged with the updates after it
+    assert ",planner/cells," in (run_dir / "metrics.csv").read_text()
+    assert main([*base, "training.total_timesteps=600", "--resume"]) == 0
+    assert json.loads((run_dir / "summary.json").read_text())["env_steps"] == 600

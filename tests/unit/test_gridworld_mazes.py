@@ -57,3 +57,30 @@ def test_observe_position_appends_the_ants_xy():
     np.testing.assert_array_equal(obs["observation"][size:], obs["achieved_goal"])
     obs, *_ = with_xy.step(np.zeros(8, np.float32))
     np.testing.assert_array_equal(obs["observation"][size:], obs["achieved_goal"])
+
+
+def test_an_ant_out_of_its_healthy_range_ends_the_episode_only_when_asked():
+    from agentic_rl.envs.goal import goal_functions
+
+    def lifted_step(env) -> tuple[bool, dict]:
+        env.reset(seed=0)
+        ant = env.unwrapped.ant_env
+        qpos = ant.data.qpos.copy()
+        qpos[2] = 1.5  # torso high above Ant-v5's healthy range (0.2, 1.0): a jump
+        ant.set_state(qpos, ant.data.qvel.copy())
+        _, _, terminated, _, info = env.step(np.zeros(8, np.float32))
+        return terminated, info
+
+    strict = make_maze("AntMaze_UMaze-v5", terminate_when_unhealthy=True)
+    terminated, info = lifted_step(strict)
+    assert terminated and info["unhealthy"] and not info["is_success"]
+    assert goal_functions(strict).terminates_on_failure
+    plain = make_maze("AntMaze_UMaze-v5")
+    terminated, info = lifted_step(plain)
+    assert not terminated and "unhealthy" not in info
+    assert not goal_functions(plain).terminates_on_failure
+    strict.reset(seed=0)
+    _, _, terminated, _, _ = strict.step(np.zeros(8, np.float32))  # standing: goes on
+    assert not terminated
+    with pytest.raises(ValueError, match="only the ant"):
+        make_maze("PointMaze_UMaze-v3", terminate_when_unhealthy=True)

@@ -330,3 +330,47 @@ def test_subgoal_stats_by_hand():
 def test_config_rejects_bad_values(bad):
     with pytest.raises(ValueError):
         HGPOSACConfig(**bad)
+
+
+def test_a_failed_step_is_absorbing_for_the_worker():
+    from agentic_rl.algos.hgpo_losses import failure_outcome
+
+    reward, terminated = failure_outcome(torch.tensor([-2.0, -2.0, 0.0]),
+                                         torch.tensor([0.0, 1.0, 1.0]),
+                                         torch.tensor([1.0, 0.0, 0.0]), gamma=0.9)
+    # -2 forever at gamma 0.9 is -20; the others keep their reward and termination
+    torch.testing.assert_close(reward, torch.tensor([-20.0, -2.0, 0.0]))
+    torch.testing.assert_close(terminated, torch.tensor([1.0, 1.0, 1.0]))
+
+
+def test_worker_rows_mark_env_failures_and_the_update_makes_them_absorbing():
+    def success(a, d):
+        return ((a - d).norm(dim=-1) < 0.5).float()
+
+    failing = GoalFunctions(lambda a, d: success(a, d) - 1.0, success, True, True)
+    algo = make_algo(worker_reward="distance")
+    storage = algo.make_storage(StorageSpec(2, 100, 10, 0, failing, 0))
+    assert "failed" in storage.replays["worker"].fields
+    assert "failed" not in storage.replays["manager"].fields
+    transition = {"obs": torch.zeros(2, 4), "achieved_goal": torch.zeros(2, 2),
+                  "desired_goal": torch.tensor([[7.0, 7.0], [0.0, 0.3]]),
+                  "next_obs": torch.ones(2, 4),
+                  "next_achieved_goal": torch.tensor([[3.0, 4.0], [0.0, 0.3]]),
+                  "reward": torch.zeros(2), "terminated": torch.ones(2)}  # env 1: success
+    extras = {"goal": torch.zeros(2, 2), "unit_action": torch.zeros(2, 2)}
+    row, _, _ = algo.rows(transition, extras)
+    torch.testing.assert_close(row["failed"], torch.tensor([1.0, 0.0]))
+    seen = {}
+    algo.worker.update = lambda batch: seen.update(batch) or {}
+    batch = {"obs": torch.zeros(2, 4), "action": torch.zeros(2, 2), "reward": row["reward"],
+             "next_obs": torch.ones(2, 4), "terminated": row["terminated"],
+             "desired_goal": row["desired_goal"], "achieved_goal": row["achieved_goal"],
+             "next_achieved_goal": row["next_achieved_goal"], "failed": row["failed"]}
+    algo.update({"worker": batch})
+    # the failed row: -5 forever at the Worker's gamma 0.95, terminal; the other unchanged
+    torch.testing.assert_close(seen["reward"], torch.tensor([-5.0 / 0.05, -0.3]))
+    torch.testing.assert_close(seen["terminated"], torch.tensor([1.0, 1.0]))
+    assert "failed" not in seen and "failed" in batch  # the sampled batch is left as it was
+    plain = make_algo().make_storage(StorageSpec(1, 100, 10, 0, GoalFunctions(
+        failing.reward_fn, success, True), 0))
+    assert "failed" not in plain.replays["worker"].fields  # checkpoints keep their format

@@ -86,3 +86,11 @@ def test_smoke_ant_with_failures_and_the_visit_planner_trains_resumes_and_evalua
     assert ",planner/cells," in (run_dir / "metrics.csv").read_text()
     assert main([*base, "training.total_timesteps=600", "--resume"]) == 0
     assert json.loads((run_dir / "summary.json").read_text())["env_steps"] == 600
+
+
+def test_flat_her_refuses_an_env_that_ends_episodes_in_failure(tmp_path, capsys):
+    assert main(["train", str(REPO / "configs" / "sac_her_antmaze.yaml"), "--log-dir",
+                 str(tmp_path), "--no-progress", "environment.num_envs=1",
+                 "environment.kwargs.terminate_when_unhealthy=true"]) == 2
+    err = capsys.readouterr().err
+    assert "terminate_when_unhealthy" in err and "HER" in err

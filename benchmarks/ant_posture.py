@@ -1,0 +1,99 @@
+"""How an AntMaze learner's ant carries itself in deterministic evaluation episodes, checkpoint
+by checkpoint: success, the share of episodes in which the torso rose above Ant-v5's healthy
+height (1.0: a jump), the share in which the ant ended up on its back (the torso's up axis
+pointing down) and the mean step of that first flip, and the share of steps spent on its back.
+A flipped ant cannot right itself and crawls; no maze is solved that way.
+
+    python benchmarks/ant_posture.py RUN_DIR [RUN_DIR ...] --checkpoints step_000200000 --episodes 10
+
+Episodes run on the env as configured, without ``terminate_when_unhealthy`` (so a jump is seen,
+not cut off), from the evaluation seeds of the run. Reads the run folders; writes nothing there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import markdown_table, write_json  # noqa: E402
+
+from agentic_rl.config import read_config, validate_config  # noqa: E402
+from agentic_rl.data.checkpoint import load_learner  # noqa: E402
+from agentic_rl.envs.make import make_env  # noqa: E402
+from agentic_rl.train.evaluate import EVAL_SEED_OFFSET, batch_of_one  # noqa: E402
+from agentic_rl.train.setup import build_algo  # noqa: E402
+
+HEALTHY_TOP = 1.0  # Ant-v5's default healthy_z_range is (0.2, 1.0)
+
+
+def up_axis_z(quaternion: np.ndarray) -> float:
+    """World z of the torso's own z axis for a MuJoCo quaternion ``(w, x, y, z)``."""
+    _, x, y, _ = quaternion
+    return float(1.0 - 2.0 * (x * x + y * y))
+
+
+def episode_posture(algo, env, seed: int) -> dict[str, float]:
+    """One deterministic episode: success, whether it jumped, when it first lay on its back."""
+    obs, info = env.reset(seed=seed)
+    state, heights, ups = None, [], []
+    terminated = truncated = False
+    while not (terminated or truncated):
+        action, state, _ = algo.act(batch_of_one(obs, info), state, "deterministic")
+        obs, _, terminated, truncated, info = env.step(action[0].numpy())
+        heights.append(float(obs["observation"][0]))  # the ant's torso height, then its quaternion
+        ups.append(up_axis_z(obs["observation"][1:5]))
+    on_back = np.asarray(ups) < 0
+    return {"success": float(info.get("is_success", False)),
+            "jumped": float(max(heights) > HEALTHY_TOP), "flipped": float(on_back.any()),
+            "first_flip": float(np.argmax(on_back)) if on_back.any() else float("nan"),
+            "steps_on_back": float(on_back.mean())}
+
+
+def posture(run_dir: Path, checkpoint: str, episodes: int) -> dict[str, float]:
+    config = validate_config(read_config(run_dir / "config.yaml", [
+        "environment.kwargs.terminate_when_unhealthy=false"]))
+    env = make_env(config.environment.name, config.environment.kwargs)
+    algo = build_algo(config, env)
+    load_learner(algo, run_dir / "checkpoints" / checkpoint)
+    runs = [episode_posture(algo, env, config.training.seed + EVAL_SEED_OFFSET + k)
+            for k in range(episodes)]
+    env.close()
+    return {key: float(np.nanmean([r[key] for r in runs])) if key != "first_flip" or any(
+        np.isfinite(r[key]) for r in runs) else float("nan") for key in runs[0]}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="AntMaze run folders")
+    parser.add_argument("--checkpoints", nargs="+", required=True, help="e.g. step_000200000")
+    parser.add_argument("--episodes", type=int, default=10)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    rows, results = [], []
+    for run_dir in args.runs:
+        for checkpoint in args.checkpoints:
+            if not (run_dir / "checkpoints" / checkpoint).is_dir():
+                print(f"{run_dir}: no {checkpoint}, skipped", flush=True)
+                continue
+            result = {"run": str(run_dir), "checkpoint": checkpoint,
+                      **posture(run_dir, checkpoint, args.episodes)}
+            results.append(result)
+            rows.append([f"{run_dir.parent.name}/{run_dir.name}", checkpoint,
+                         *(f"{result[k]:.2f}" for k in ("success", "jumped", "flipped")),
+                         f"{result['first_flip']:.0f}", f"{result['steps_on_back']:.2f}"])
+            print(rows[-1], flush=True)
+    print(markdown_table(["run", "checkpoint", "success", "jumped (z > 1)", "on its back",
+                          "first flip (step)", "steps on its back"], rows))
+    payload = {"episodes": args.episodes, "results": results}
+    write_json(args.json, payload)
+    return payload
+
+
+if __name__ == "__main__":
+    main()

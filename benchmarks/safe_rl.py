@@ -12,8 +12,10 @@ cumulatively to the end of each quarter: the ratio depends on the budget.
     python benchmarks/safe_rl.py --task fetch --seeds 1 --steps 20000 --set training.learning_starts=50
     python benchmarks/safe_rl.py --task fetch --steps 20000 --lag-set verification.reset_on_violation=true
 
-``--set`` overrides the config of both methods, ``--lag-set`` the constrained one's alone (a
-constraint mechanism the unconstrained twin must not get), ``--methods`` runs a subset.
+The unconstrained twin is the same config without the constraint: the Lagrangian's own
+algorithm keys and ``verification.reset_on_violation`` are dropped. ``--set`` then overrides
+the config of both methods (so ``--set verification.reset_on_violation=true`` gives SAC the
+reset too), ``--lag-set`` the constrained one's alone, ``--methods`` runs a subset.
 """
 
 from __future__ import annotations
@@ -36,23 +38,34 @@ QUARTERS = 4  # training violations are also reported per quarter of the run
 
 def run(config_file: str, method: str, seed: int, steps: int, episodes: int,
         folder: Path, overrides: Sequence[str] = ()) -> dict:
-    from agentic_rl.config import read_config, validate_config
+    from agentic_rl.config import validate_config
     from agentic_rl.train.run import train
 
-    raw = read_config(config_file, [f"training.seed={seed}", f"training.total_timesteps={steps}",
-                                    f"training.num_eval_episodes={episodes}",
-                                    f"training.eval_freq={steps}",
-                                    f"training.log_freq={steps // QUARTERS}", *overrides])
-    raw["algorithm"]["name"] = method
-    if not method.endswith("_lag"):  # the same config, unconstrained
-        raw["algorithm"] = unconstrained(raw["algorithm"], method)
-    config = validate_config(raw)
+    config = validate_config(method_config(config_file, method, [
+        f"training.seed={seed}", f"training.total_timesteps={steps}",
+        f"training.num_eval_episodes={episodes}", f"training.eval_freq={steps}",
+        f"training.log_freq={steps // QUARTERS}", *overrides]))
     run_dir = folder / f"{method}_seed{seed}"
     summary = train(config, run_dir, show_progress=False)
     safety = summary["safety"]
     return {"success": summary["success_rate"], "train_violations": safety["train"]["violations"],
             "train_violations_by_quarter": by_quarter(run_dir, steps),
             "eval_violations": safety["eval"]["violations"]}
+
+
+def method_config(config_file: str, method: str, overrides: Sequence[str]) -> dict:
+    """The raw config ``method`` runs: the file's, unconstrained for a plain method (its
+    Lagrangian keys and ``verification.reset_on_violation`` dropped), then ``overrides``."""
+    from agentic_rl.config import apply_override, read_config
+
+    raw = read_config(config_file)
+    raw["algorithm"]["name"] = method
+    if not method.endswith("_lag"):
+        raw["algorithm"] = unconstrained(raw["algorithm"], method)
+        raw.get("verification", {}).pop("reset_on_violation", None)  # a constraint mechanism
+    for override in overrides:
+        apply_override(raw, override)
+    return raw
 
 
 def by_quarter(run_dir: Path, steps: int) -> list[int]:

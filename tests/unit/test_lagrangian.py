@@ -152,3 +152,24 @@ def test_safe_rl_reports_the_violation_ratio_cumulatively_by_quarter():
     assert ratios == pytest.approx([32 / 9, 43 / 9.5, 6.0, 7.3])
     none_yet = [{"train_violations_by_quarter": [0, 0, 1, 0]}]
     assert safe_rl.cumulative_ratios(none_yet, plain[:1])[:2] == [float("inf")] * 2
+
+
+def test_safe_rl_twin_drops_the_constraint_unless_told_to_keep_it(tmp_path):
+    import importlib.util
+
+    from tests.conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("safe_rl", REPO / "benchmarks" / "safe_rl.py")
+    safe_rl = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(safe_rl)
+    config = yaml.safe_load((REPO / "configs" / "sac_lag_fetch_reach_obstacle.yaml").read_text())
+    config["verification"]["reset_on_violation"] = True
+    path = tmp_path / "lag.yaml"
+    path.write_text(yaml.safe_dump(config))
+    lag = safe_rl.method_config(str(path), "sac_lag", ["training.seed=3"])
+    assert lag["verification"]["reset_on_violation"] and lag["algorithm"]["cost_limit"] == 0
+    twin = safe_rl.method_config(str(path), "sac", ["training.seed=3"])
+    assert "reset_on_violation" not in twin["verification"] and "cost_limit" not in twin[
+        "algorithm"] and twin["algorithm"]["name"] == "sac" and twin["training"]["seed"] == 3
+    told = safe_rl.method_config(str(path), "sac", ["verification.reset_on_violation=true"])
+    assert told["verification"]["reset_on_violation"] is True

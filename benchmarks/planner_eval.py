@@ -1,7 +1,8 @@
-"""Evaluate checkpoints of an ``hgpo_sac`` run as trained and with a planner switched on for
-evaluation (config overrides, e.g. ``algorithm.visit_planner.cell=0.5``): the checkpoint's
-replay is restored, so a planner that builds its graph from it plans from what the run had
-seen at that step. Same evaluation episodes (the run's seed) for both rows.
+"""Evaluate checkpoints of an ``hgpo_sac`` run with its own config and with config overrides,
+typically a planner switched on (``algorithm.visit_planner.cell=0.5``) or off
+(``algorithm.visit_planner=null``) for evaluation: the checkpoint's replay is restored, so a
+planner that builds its graph from it plans from what the run had seen at that step. Same
+evaluation episodes (the run's seed) for both rows.
 
     python benchmarks/planner_eval.py RUN_DIR --checkpoints step_000400000 --episodes 20 \\
         --set algorithm.visit_planner.cell=0.5
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--checkpoints", nargs="+", required=True, help="e.g. step_000400000")
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--set", nargs="+", required=True, metavar="KEY=VALUE",
-                        help="overrides of the planned row (e.g. algorithm.visit_planner.cell=0.5)")
+                        help="overrides of the second row (e.g. algorithm.visit_planner.cell=0.5)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> dict:
         folder = args.run / "checkpoints" / name
         if not folder.is_dir():
             parser.error(f"{folder} is not a checkpoint folder")
-        for label, overrides in (("as trained", []), ("planned", args.set)):
+        for label, overrides in (("run config", []), ("with --set", args.set)):
             result = {"checkpoint": name, "row": label, "overrides": overrides,
                       **evaluate_checkpoint(args.run, folder, overrides, args.episodes)}
             results.append(result)

@@ -81,6 +81,11 @@ def failure_outcome(reward: torch.Tensor, terminated: torch.Tensor, failed: torc
             torch.where(failed, torch.ones_like(terminated), terminated))
 
 
+def action_cost(action: torch.Tensor, coef: float) -> torch.Tensor:
+    """``coef * ||a||^2`` per row of ``action [B, A]`` (unit actions) -> ``[B]``."""
+    return coef * action.square().sum(dim=-1)
+
+
 def success_progress_reward(p_next: torch.Tensor, p_now: torch.Tensor) -> torch.Tensor:
     """Worker reward from a learned success predictor: ``P(reach | s', g) - P(reach | s, g)``."""
     return p_next - p_now

@@ -39,7 +39,8 @@ import torch
 from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.hgpo import level_metrics
 from agentic_rl.algos.hgpo_diagnostics import SubgoalStats
-from agentic_rl.algos.hgpo_losses import (distance_intrinsic_reward, failure_outcome,
+from agentic_rl.algos.hgpo_losses import (action_cost, distance_intrinsic_reward,
+                                          failure_outcome,
                                           hindsight_subgoals,
                                          offset_appended, penalise_missed,
                                          relative_goal_inputs)
@@ -314,6 +315,9 @@ class HGPOSAC:
                 worker_batch["reward"], worker_batch["terminated"] = failure_outcome(
                     worker_batch["reward"], worker_batch["terminated"],
                     worker_batch.pop("failed"), self.config.worker.gamma)
+            if self.config.worker_action_cost > 0:
+                worker_batch = {**worker_batch, "reward": worker_batch["reward"] - action_cost(
+                    worker_batch["action"], self.config.worker_action_cost)}
             if self.relative_worker:
                 worker_batch = relative_goal_inputs(worker_batch)
             metrics |= level_metrics(self.worker.update(worker_batch), "worker")

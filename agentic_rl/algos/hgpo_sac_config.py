@@ -55,6 +55,10 @@ class HGPOSACConfig(BaseModel):
     worker_reward: Literal["env", "distance"] = Field(
         "env", description="the Worker's reward against its subgoal: env (the env's own reward "
         "function, e.g. sparse 0 / -1) or distance (HIRO: -||achieved' - subgoal||, dense)")
+    worker_action_cost: float = Field(
+        0.0, ge=0, description="subtracted from the Worker's reward per unit of ||a||^2 (its "
+        "actions in [-1, 1]), as Ant-v5's ctrl_cost: the distance reward alone pays for "
+        "torques so large that the ant jumps and lands on its back")
     worker_goal_input: Literal["absolute", "relative"] = Field(
         "absolute", description="the goal the Worker's networks read: absolute (the subgoal "
         "point) or relative (HIRO: subgoal minus the achieved goal, recomputed every step, so "

@@ -374,3 +374,19 @@ def test_worker_rows_mark_env_failures_and_the_update_makes_them_absorbing():
     plain = make_algo().make_storage(StorageSpec(1, 100, 10, 0, GoalFunctions(
         failing.reward_fn, success, True), 0))
     assert "failed" not in plain.replays["worker"].fields  # checkpoints keep their format
+
+
+def test_the_workers_action_cost_by_hand_and_in_its_update():
+    from agentic_rl.algos.hgpo_losses import action_cost
+
+    action = torch.tensor([[1.0, 0.0], [0.5, -0.5]])
+    torch.testing.assert_close(action_cost(action, 0.1), torch.tensor([0.1, 0.05]))
+    algo = make_algo(worker_action_cost=0.1)
+    seen = {}
+    algo.worker.update = lambda batch: seen.update(batch) or {}
+    batch = {"obs": torch.zeros(2, 4), "action": action, "reward": torch.tensor([-1.0, 0.0]),
+             "next_obs": torch.ones(2, 4), "terminated": torch.zeros(2),
+             "desired_goal": torch.zeros(2, 2), "next_achieved_goal": torch.zeros(2, 2)}
+    algo.update({"worker": batch})
+    torch.testing.assert_close(seen["reward"], torch.tensor([-1.1, -0.05]))
+    torch.testing.assert_close(batch["reward"], torch.tensor([-1.0, 0.0]))  # not in place

@@ -148,7 +148,9 @@ class ReplayBuffer:
         by the caller, e.g. by priority); relabel a fraction of goals.
 
         ``success_fn`` (only for envs that terminate on success) recomputes ``terminated`` for
-        the relabelled goals.
+        the relabelled goals. Rows with a ``failed`` field set (an env that ended the episode
+        short of its goal) keep their goal: relabelled with the state the failure reached, the
+        last step of a failed episode would read as a success.
 
         Returns:
             ``obs [B, o]``, ``action [B, a]``, ``reward [B]``, ``next_obs [B, o]``,
@@ -175,6 +177,8 @@ class ReplayBuffer:
             if self.num_envs > 1:
                 goal_flat = goal_flat * self.num_envs + flat % self.num_envs
             relabel = torch.rand(batch_size, generator=generator) < relabel_ratio
+            if "failed" in batch:  # a failure stays one: never a goal reached in hindsight
+                relabel &= batch["failed"] == 0
             new_goal = self._flat["next_achieved_goal"].index_select(0, goal_flat)
             batch["desired_goal"] = torch.where(relabel[:, None], new_goal, batch["desired_goal"])
             batch["reward"] = reward_fn(batch["next_achieved_goal"], batch["desired_goal"])

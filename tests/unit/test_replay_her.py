@@ -123,3 +123,25 @@ def test_last_episode_returns_the_steps_just_finished_even_across_the_wrap():
     fill(buffer, [4, 8])  # the 8-step episode wraps around the end of the ring
     steps = buffer.last_episode(0)["next_achieved_goal"][:, 1].tolist()
     assert steps == list(range(8)) and buffer.num_sampleable() == 8
+
+
+def test_failed_rows_keep_their_goal_and_the_random_stream_is_unchanged():
+    shapes = {**SHAPES, "failed": ()}
+    buffers = [ReplayBuffer(100, 1, shapes), ReplayBuffer(100, 1, SHAPES)]
+    for buffer in buffers:
+        for step in range(4):  # one episode whose last step failed
+            transition = {k: torch.zeros(1, *shapes.get(k, ())) for k in shapes}
+            transition |= {"reward": torch.zeros(1), "terminated": torch.zeros(1)}
+            transition["next_achieved_goal"][:, 1] = step
+            transition["desired_goal"][:] = 9.0
+            if "failed" in buffer.fields:
+                transition["failed"][:] = float(step == 3)
+            buffer.add(transition, torch.tensor([step == 3]))
+    reward = lambda a, d: -(a - d).norm(dim=-1)  # noqa: E731
+    failing, plain = (b.sample(400, torch.Generator().manual_seed(1), "future", 1.0,
+                               reward_fn=reward) for b in buffers)
+    last = failing["failed"] == 1
+    assert last.any() and (failing["desired_goal"][last] == 9.0).all()  # never relabelled
+    # a plain buffer relabels the same last steps with their own achieved goal: reward 0
+    assert (plain["reward"][plain["next_achieved_goal"][:, 1] == 3] == 0).all()
+    assert torch.equal(failing["desired_goal"][~last], plain["desired_goal"][~last])

@@ -31,7 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import markdown_table, unconstrained, write_json  # noqa: E402
 
-TASKS = {"fetch": ("configs/sac_lag_fetch_reach_obstacle.yaml", ("sac_lag", "sac"), 4000),
+TASKS = {"fetch": ("configs/sac_lag_fetch_reach_obstacle.yaml", ("sac_lag", "sac"), 40_000),
          "lava": ("configs/ppo_lag_gridworld_lava.yaml", ("ppo_lag", "ppo"), 300_000)}
 QUARTERS = 4  # training violations are also reported per quarter of the run
 

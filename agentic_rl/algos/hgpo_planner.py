@@ -26,10 +26,21 @@ from pydantic import BaseModel, ConfigDict, Field
 DistanceFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
-class PlannerConfig(BaseModel):
-    """``algorithm.planner`` of ``hgpo_sac``: subgoals from a graph over visited states."""
+class GraphSchedule(BaseModel):
+    """When a planner's graph is rebuilt and where it plans (shared by ``planner`` and
+    ``visit_planner``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    refresh_every: int = Field(2000, ge=1, description="rebuild the graph every this many "
+                               "Worker updates")
+    use: Literal["eval", "train_and_eval"] = Field(
+        "eval", description="eval: plan in deterministic episodes only (SoRB); train_and_eval: "
+        "also choose the training subgoals (the learned Manager's proposals are then unused)")
+
+
+class PlannerConfig(GraphSchedule):
+    """``algorithm.planner`` of ``hgpo_sac``: subgoals from a graph over visited states."""
+
     landmarks: int = Field(200, ge=2, description="graph nodes, spread by farthest points")
     candidates: int = Field(4000, ge=2, description="Worker replay rows landmarks come from")
     max_distance: float | None = Field(
@@ -38,11 +49,6 @@ class PlannerConfig(BaseModel):
     patience: int | None = Field(None, ge=1, description="steps the Worker gets to reach a "
                                  "landmark; a hop not made by then makes its edge one "
                                  "max_distance longer; None: twice max_distance")
-    refresh_every: int = Field(2000, ge=1, description="rebuild the graph every this many "
-                               "Worker updates")
-    use: Literal["eval", "train_and_eval"] = Field(
-        "eval", description="eval: plan in deterministic episodes only (SoRB); train_and_eval: "
-        "also choose the training subgoals (the learned Manager's proposals are then unused)")
 
     def resolved(self, period: int) -> "PlannerConfig":
         """This config with the defaults that depend on the Manager's period filled in."""

@@ -15,30 +15,26 @@ the replay, so it plans nothing the agent has not explored.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
 from agentic_rl.algos.base import ActMode
+from agentic_rl.algos.hgpo_planner import GraphSchedule
 
 
-class VisitPlannerConfig(BaseModel):
-    """``algorithm.visit_planner`` of ``hgpo_sac``: waypoints along visited cells."""
+class VisitPlannerConfig(GraphSchedule):
+    """``algorithm.visit_planner`` of ``hgpo_sac``: waypoints along visited cells (rebuilt and
+    used as ``GraphSchedule`` says)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     cell: float = Field(0.5, gt=0, description="side of the grid cells over the achieved-goal "
                         "space (smaller than a wall is thick, so no cell spans one)")
     reach: float | None = Field(None, gt=0, description="route length, in goal-space units, "
                                 "from the agent to its waypoint; None: the Manager's goal_scale")
-    refresh_every: int = Field(2000, ge=1, description="rebuild the graph every this many "
-                               "Worker updates")
-    use: Literal["eval", "train_and_eval"] = Field(
-        "eval", description="eval: plan in deterministic episodes only; train_and_eval: also "
-        "choose the training subgoals")
 
 
 class VisitGraph:
@@ -129,15 +125,9 @@ class VisitGraph:
 
 
 class VisitWaypoints:
-    """The visit graph in ``hgpo_sac``'s loop, with the interface of ``GraphWaypoints``.
-
-    Args:
-        config: ``algorithm.visit_planner``.
-        reach: the resolved waypoint distance.
-        success_fn: the env's success test ``(achieved [B, G], goal [B, G]) -> [B]``.
-        to_unit: the Manager's action scaling (subgoal offset -> [-1, 1]).
-        relative: the Manager's actions are offsets from the achieved goal.
-    """
+    """The visit graph in ``hgpo_sac``'s loop, with the interface (and, but for ``config``
+    and ``reach``, the arguments) of ``GraphWaypoints``: ``config`` is the
+    ``algorithm.visit_planner``, ``reach`` the resolved waypoint distance."""
 
     def __init__(self, config: VisitPlannerConfig, reach: float,
                  success_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],

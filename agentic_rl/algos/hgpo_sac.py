@@ -314,7 +314,8 @@ class HGPOSAC:
                 worker_batch = dict(worker_batch)
                 worker_batch["reward"], worker_batch["terminated"] = failure_outcome(
                     worker_batch["reward"], worker_batch["terminated"],
-                    worker_batch.pop("failed"), self.config.worker.gamma)
+                    worker_batch.pop("failed"), self.config.worker.gamma,
+                    self.config.worker_failure_cost)
             if self.config.worker_action_cost > 0:
                 worker_batch = {**worker_batch, "reward": worker_batch["reward"] - action_cost(
                     worker_batch["action"], self.config.worker_action_cost)}

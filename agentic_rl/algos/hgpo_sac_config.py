@@ -55,6 +55,11 @@ class HGPOSACConfig(BaseModel):
     worker_reward: Literal["env", "distance"] = Field(
         "env", description="the Worker's reward against its subgoal: env (the env's own reward "
         "function, e.g. sparse 0 / -1) or distance (HIRO: -||achieved' - subgoal||, dense)")
+    worker_failure_cost: float = Field(
+        1.0, ge=0, description="with an env that ends episodes in failure (e.g. "
+        "environment.kwargs.terminate_when_unhealthy): a failed step is absorbing for the "
+        "Worker at (reward - worker_failure_cost) / (1 - gamma), below the value of never "
+        "reaching the subgoal (as Ant-v5's healthy reward of 1 per step alive)")
     worker_action_cost: float = Field(
         0.0, ge=0, description="subtracted from the Worker's reward per unit of ||a||^2 (its "
         "actions in [-1, 1]), as Ant-v5's ctrl_cost: the distance reward alone pays for "

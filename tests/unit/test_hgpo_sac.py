@@ -337,9 +337,9 @@ def test_a_failed_step_is_absorbing_for_the_worker():
 
     reward, terminated = failure_outcome(torch.tensor([-2.0, -2.0, 0.0]),
                                          torch.tensor([0.0, 1.0, 1.0]),
-                                         torch.tensor([1.0, 0.0, 0.0]), gamma=0.9)
-    # -2 forever at gamma 0.9 is -20; the others keep their reward and termination
-    torch.testing.assert_close(reward, torch.tensor([-20.0, -2.0, 0.0]))
+                                         torch.tensor([1.0, 0.0, 0.0]), gamma=0.9, cost=1.0)
+    # -2 - 1 forever at gamma 0.9 is -30; the others keep their reward and termination
+    torch.testing.assert_close(reward, torch.tensor([-30.0, -2.0, 0.0]))
     torch.testing.assert_close(terminated, torch.tensor([1.0, 1.0, 1.0]))
 
 
@@ -367,8 +367,9 @@ def test_worker_rows_mark_env_failures_and_the_update_makes_them_absorbing():
              "desired_goal": row["desired_goal"], "achieved_goal": row["achieved_goal"],
              "next_achieved_goal": row["next_achieved_goal"], "failed": row["failed"]}
     algo.update({"worker": batch})
-    # the failed row: -5 forever at the Worker's gamma 0.95, terminal; the other unchanged
-    torch.testing.assert_close(seen["reward"], torch.tensor([-5.0 / 0.05, -0.3]))
+    # the failed row: -5 less the default cost 1, forever at the Worker's gamma 0.95,
+    # terminal; the other unchanged
+    torch.testing.assert_close(seen["reward"], torch.tensor([-6.0 / 0.05, -0.3]))
     torch.testing.assert_close(seen["terminated"], torch.tensor([1.0, 1.0]))
     assert "failed" not in seen and "failed" in batch  # the sampled batch is left as it was
     plain = make_algo().make_storage(StorageSpec(1, 100, 10, 0, GoalFunctions(

@@ -1,5 +1,5 @@
 """Pure loss and reward functions for PPO and HGPO, and the Manager-batch transforms of
-``hgpo_sac`` (tensors in, tensors out).
+``hgpo_sac`` and its Worker-batch transform (tensors in, tensors out).
 
 No networks or optimisers here, so each function is checked against a hand computation in
 ``tests/unit/test_ppo.py``, ``tests/unit/test_hgpo.py`` and ``tests/unit/test_hgpo_sac.py``.
@@ -188,3 +188,18 @@ def relative_goal_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tens
     out["obs"] = offset_appended(batch["obs"], goal, batch["achieved_goal"])
     out["next_obs"] = offset_appended(batch["next_obs"], goal, batch["next_achieved_goal"])
     return out
+
+
+def worker_inputs(batch: dict[str, torch.Tensor], gamma: float, failure_cost: float,
+                  action_cost_coef: float, relative: bool) -> dict[str, torch.Tensor]:
+    """A sampled ``hgpo_sac`` Worker batch as its SAC update reads it (a new dict): steps
+    marked ``failed`` made absorbing (``failure_outcome``; after HER, which recomputes
+    ``terminated`` by success alone), ``action_cost`` taken off the reward, and the goal made
+    relative (``relative_goal_inputs``) where the Worker reads it so."""
+    batch = dict(batch)
+    if "failed" in batch:
+        batch["reward"], batch["terminated"] = failure_outcome(
+            batch["reward"], batch["terminated"], batch.pop("failed"), gamma, failure_cost)
+    if action_cost_coef > 0:
+        batch["reward"] = batch["reward"] - action_cost(batch["action"], action_cost_coef)
+    return relative_goal_inputs(batch) if relative else batch

@@ -39,15 +39,12 @@ import torch
 from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.hgpo import level_metrics
 from agentic_rl.algos.hgpo_diagnostics import SubgoalStats
-from agentic_rl.algos.hgpo_losses import (action_cost, distance_intrinsic_reward,
-                                          failure_outcome,
-                                          hindsight_subgoals,
-                                         offset_appended, penalise_missed,
-                                         relative_goal_inputs)
+from agentic_rl.algos.hgpo_losses import (distance_intrinsic_reward, hindsight_subgoals,
+                                          offset_appended, penalise_missed, worker_inputs)
 from agentic_rl.algos.hgpo_planner import steps_from_q
 from agentic_rl.algos.hgpo_sac_config import HGPOSACConfig, SACLevelConfig
 from agentic_rl.algos.hgpo_visits import VisitWaypoints
-from agentic_rl.algos.hgpo_waypoints import GraphWaypoints
+from agentic_rl.algos.hgpo_waypoints import GraphWaypoints, make_waypoints
 from agentic_rl.algos.spaces import resolve_device, spaces_of
 from agentic_rl.algos.sac import SAC
 from agentic_rl.data.period_storage import LevelSettings, PeriodStorage
@@ -115,21 +112,10 @@ class HGPOSAC:
         self.reward_scale = (1.0, 0.0)  # the Worker's reward at / away from its goal
         self.subgoal_penalty = (cfg.subgoal_penalty if cfg.subgoal_penalty is not None
                                 else -1.0 / (1.0 - cfg.manager.gamma))
-        self.planning = self.waypoints(cfg)
+        self.planning = make_waypoints(cfg, self.worker_steps,
+                                       lambda a, g: self.goal_fns.success_fn(a, g),
+                                       self.manager.env_to_unit)
         self.storage: PeriodStorage | None = None  # the planner's landmarks come from it
-
-    def waypoints(self, cfg: HGPOSACConfig) -> GraphWaypoints | VisitWaypoints | None:
-        """The planner of ``planner`` or ``visit_planner``, if either is set."""
-        success = lambda a, g: self.goal_fns.success_fn(a, g)  # noqa: E731 (set later)
-        relative = cfg.subgoals == "relative"
-        if cfg.planner is not None:
-            return GraphWaypoints(cfg.planner.resolved(cfg.period), self.worker_steps, success,
-                                  self.manager.env_to_unit, relative)
-        if cfg.visit_planner is not None:
-            reach = cfg.visit_planner.reach or cfg.goal_scale
-            return VisitWaypoints(cfg.visit_planner, reach, success, self.manager.env_to_unit,
-                                  relative)
-        return None
 
     @classmethod
     def from_config(cls, config: Any, env: Any) -> HGPOSAC:
@@ -150,6 +136,13 @@ class HGPOSAC:
         goal = torch.zeros(1, self.goal_dim)
         self.reward_scale = (float(goal_fns.reward_fn(goal, goal)[0]),
                              float(goal_fns.reward_fn(goal, goal + 1e6)[0]))
+        default_cost = type(self.config).model_fields["worker_failure_cost"].default
+        if self.config.worker_failure_cost != default_cost and not goal_fns.terminates_on_failure:
+            from agentic_rl.config import ConfigError
+
+            raise ConfigError("algorithm.worker_failure_cost is read only with an env that ends "
+                              "episodes in failure (environment.kwargs.terminate_when_unhealthy"
+                              " for the ant); remove it")
         if isinstance(self.planning, GraphWaypoints) and not goal_fns.terminates_on_success \
                 and self.reward_scale[0] != 0:
             from agentic_rl.config import ConfigError
@@ -309,19 +302,8 @@ class HGPOSAC:
         replay batch as ``SAC.update`` takes it); metrics prefixed by level."""
         metrics: dict[str, float] = {}
         if "worker" in batch:
-            worker_batch = batch["worker"]
-            if "failed" in worker_batch:  # after HER, which recomputes terminated by success
-                worker_batch = dict(worker_batch)
-                worker_batch["reward"], worker_batch["terminated"] = failure_outcome(
-                    worker_batch["reward"], worker_batch["terminated"],
-                    worker_batch.pop("failed"), self.config.worker.gamma,
-                    self.config.worker_failure_cost)
-            if self.config.worker_action_cost > 0:
-                worker_batch = {**worker_batch, "reward": worker_batch["reward"] - action_cost(
-                    worker_batch["action"], self.config.worker_action_cost)}
-            if self.relative_worker:
-                worker_batch = relative_goal_inputs(worker_batch)
-            metrics |= level_metrics(self.worker.update(worker_batch), "worker")
+            metrics |= level_metrics(self.worker.update(self.worker_batch(batch["worker"])),
+                                     "worker")
             if self.planning is not None:
                 metrics |= self.planning.after_worker_update(self.worker.num_updates,
                                                              self.storage, self.generator)
@@ -338,6 +320,12 @@ class HGPOSAC:
                 metrics["hgpo/missed_tested_share"] = float(manager_batch["missed"].mean())
             metrics |= level_metrics(self.manager.update(manager_batch), "manager")
         return metrics
+
+    def worker_batch(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """A sampled Worker batch as its SAC update reads it (``hgpo_losses.worker_inputs``)."""
+        cfg = self.config
+        return worker_inputs(batch, cfg.worker.gamma, cfg.worker_failure_cost,
+                             cfg.worker_action_cost, self.relative_worker)
 
     # ----------------------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:

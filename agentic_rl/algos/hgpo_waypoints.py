@@ -16,6 +16,7 @@ import torch
 
 from agentic_rl.algos.base import ActMode
 from agentic_rl.algos.hgpo_planner import DistanceFn, LandmarkGraph, PlannerConfig
+from agentic_rl.algos.hgpo_visits import VisitWaypoints
 
 
 class GraphWaypoints:
@@ -98,3 +99,19 @@ class GraphWaypoints:
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         self.graph.load_state_dict(state)
         self.owed = bool(state.get("owed", False))
+
+
+def make_waypoints(cfg: Any, distance: DistanceFn,
+                   success_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+                   to_unit: Callable[[torch.Tensor], torch.Tensor]
+                   ) -> GraphWaypoints | VisitWaypoints | None:
+    """The planner of an ``hgpo_sac`` config (``cfg``: its ``algorithm`` section):
+    ``planner``'s landmark graph, ``visit_planner``'s visit graph, or None."""
+    relative = cfg.subgoals == "relative"
+    if cfg.planner is not None:
+        return GraphWaypoints(cfg.planner.resolved(cfg.period), distance, success_fn, to_unit,
+                              relative)
+    if cfg.visit_planner is not None:
+        return VisitWaypoints(cfg.visit_planner, cfg.visit_planner.reach or cfg.goal_scale,
+                              success_fn, to_unit, relative)
+    return None

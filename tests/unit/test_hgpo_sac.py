@@ -391,3 +391,15 @@ def test_the_workers_action_cost_by_hand_and_in_its_update():
     algo.update({"worker": batch})
     torch.testing.assert_close(seen["reward"], torch.tensor([-1.1, -0.05]))
     torch.testing.assert_close(batch["reward"], torch.tensor([-1.0, 0.0]))  # not in place
+
+
+def test_a_failure_cost_without_failures_is_an_error():
+    from agentic_rl.config import ConfigError
+
+    def success(a, d):
+        return ((a - d).norm(dim=-1) < 0.5).float()
+
+    algo = make_algo(worker_failure_cost=2.0)
+    with pytest.raises(ConfigError, match="worker_failure_cost"):
+        algo.set_goal_functions(GoalFunctions(success, success, True))
+    algo.set_goal_functions(GoalFunctions(success, success, True, True))  # read: fine

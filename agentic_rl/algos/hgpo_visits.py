@@ -139,9 +139,11 @@ class VisitWaypoints:
         self.pending: dict[str, float] = {}
 
     def plans(self, mode: ActMode) -> bool:
+        """Whether the graph chooses this step's new subgoals (``before_act`` has made any
+        rebuild owed to this step by then)."""
         if mode == "random" or (mode != "deterministic" and self.config.use == "eval"):
             return False
-        return self.graph.ready or self.owed
+        return self.graph.ready
 
     def before_act(self, mode: ActMode, storage: Any, generator: torch.Generator) -> None:
         if self.owed and storage is not None and (mode == "deterministic"

@@ -132,13 +132,6 @@ class SAC:
     def make_storage(self, spec: StorageSpec) -> ReplayStorage:
         """Replay with HER, plus demos and prototypes where configured (OPD always)."""
         cfg, distill = self.config, self.distill_batch_size()
-        if spec.goal_fns.terminates_on_failure and cfg.her.strategy != "none":
-            from agentic_rl.config import ConfigError
-
-            raise ConfigError(f"{type(self).__name__}: the env ends episodes in failure (e.g. "
-                              "environment.kwargs.terminate_when_unhealthy), and HER relabels "
-                              "'terminated' by success alone, which would erase them; drop the "
-                              "option, or use hgpo_sac, whose Worker keeps them")
         buffers = cfg if isinstance(cfg, PrototypeBufferConfig) else PrototypeBufferConfig()
         return build_replay_storage(spec, ReplaySettings(
             self.obs_normalizer.mean.shape[0], self.goal_normalizer.mean.shape[0]

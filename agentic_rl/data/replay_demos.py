@@ -19,7 +19,16 @@ def build_replay_storage(spec: StorageSpec, settings: ReplaySettings, demos: Any
                          to_unit: Callable[[torch.Tensor], torch.Tensor],
                          observe: Callable[[dict[str, torch.Tensor]], None]) -> ReplayStorage:
     """A ``ReplayStorage``; with demos (``prototype_data_path``, always where the learner
-    distils) also a demo replay and expert prototypes, whose states go to ``observe``."""
+    distils) also a demo replay and expert prototypes, whose states go to ``observe``.
+    Refuses an env that ends episodes in failure where HER relabels: it recomputes
+    ``terminated`` by success alone and would erase the failures silently."""
+    if spec.goal_fns.terminates_on_failure and settings.her.strategy != "none":
+        from agentic_rl.config import ConfigError
+
+        raise ConfigError("flat off-policy learners (SAC, OPD, SAC-Lag, TD3): the env ends "
+                          "episodes in failure (e.g. environment.kwargs.terminate_when_unhealthy),"
+                          " and HER relabels 'terminated' by success alone, which would erase "
+                          "them; drop the option, or use hgpo_sac, whose Worker keeps them")
     storage = ReplayStorage(spec, settings, demos)
     if settings.prototype_batch_size is not None or demos.prototype_data_path:
         episodes = demo_episodes(spec, demos, to_unit)

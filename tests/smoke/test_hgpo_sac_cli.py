@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agentic_rl.cli import main
 from tests.conftest import REPO
 
@@ -88,9 +90,11 @@ def test_smoke_ant_with_failures_and_the_visit_planner_trains_resumes_and_evalua
     assert json.loads((run_dir / "summary.json").read_text())["env_steps"] == 600
 
 
-def test_flat_her_refuses_an_env_that_ends_episodes_in_failure(tmp_path, capsys):
+@pytest.mark.parametrize("learner", ["sac", "td3"])
+def test_flat_her_refuses_an_env_that_ends_episodes_in_failure(tmp_path, capsys, learner):
     assert main(["train", str(REPO / "configs" / "sac_her_antmaze.yaml"), "--log-dir",
                  str(tmp_path), "--no-progress", "environment.num_envs=1",
-                 "environment.kwargs.terminate_when_unhealthy=true"]) == 2
+                 "environment.kwargs.terminate_when_unhealthy=true",
+                 f"algorithm.name={learner}"]) == 2
     err = capsys.readouterr().err
     assert "terminate_when_unhealthy" in err and "HER" in err

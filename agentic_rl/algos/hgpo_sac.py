@@ -45,7 +45,7 @@ from agentic_rl.algos.hgpo_planner import steps_from_q
 from agentic_rl.algos.hgpo_sac_config import HGPOSACConfig, SACLevelConfig
 from agentic_rl.algos.hgpo_visits import VisitWaypoints
 from agentic_rl.algos.hgpo_waypoints import GraphWaypoints, make_waypoints
-from agentic_rl.algos.spaces import resolve_device, spaces_of
+from agentic_rl.algos.spaces import resolve_device, shrunk_box, spaces_of
 from agentic_rl.algos.sac import SAC
 from agentic_rl.data.period_storage import LevelSettings, PeriodStorage
 from agentic_rl.data.replay_storage import episode_states
@@ -104,8 +104,8 @@ class HGPOSAC:
 
         bound = np.full(goal_dim, cfg.goal_scale, dtype=np.float32)
         self.manager = level("manager", cfg.manager, goal_dim, -bound, bound)
-        self.worker = level("worker", cfg.worker, act_dim, spaces["action_low"],
-                            spaces["action_high"])
+        self.worker = level("worker", cfg.worker, act_dim, *shrunk_box(
+            spaces["action_low"], spaces["action_high"], cfg.worker_action_bound))
         self.generator = torch.Generator().manual_seed(seed)
         self.goal_fns = None  # the env's goal functions, from the storage spec
         self.worker_goal_fns = None  # the same, with the Worker's reward (worker_reward)

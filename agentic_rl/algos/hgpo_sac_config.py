@@ -64,6 +64,11 @@ class HGPOSACConfig(BaseModel):
         0.0, ge=0, description="subtracted from the Worker's reward per unit of ||a||^2 (its "
         "actions in [-1, 1]), as Ant-v5's ctrl_cost: the distance reward alone pays for "
         "torques so large that the ant jumps and lands on its back")
+    worker_action_bound: float = Field(
+        1.0, gt=0, le=1, description="share of the env's action range (about its centre) the "
+        "Worker may use: Gymnasium's ant has gear 150, HIRO's ant a torque limit of 30 (0.2 "
+        "of it); uniform random actions put Gymnasium's ant on its back within 500 steps in "
+        "10 of 10 episodes at 1.0, in none at 0.3 (benchmarks/ant_posture.py --random-bounds)")
     worker_goal_input: Literal["absolute", "relative"] = Field(
         "absolute", description="the goal the Worker's networks read: absolute (the subgoal "
         "point) or relative (HIRO: subgoal minus the achieved goal, recomputed every step, so "

@@ -35,6 +35,19 @@ def spaces_of(env: gym.Env) -> dict[str, Any]:
             "action_low": env.action_space.low, "action_high": env.action_space.high}
 
 
+def shrunk_box(low: Any, high: Any, share: float) -> tuple[np.ndarray, np.ndarray]:
+    """``[low, high]`` shrunk about its centre to ``share`` of its width (``share`` in (0, 1]).
+
+    A policy bound, not an env change: e.g. a Worker that may use 0.2 of Gymnasium's ant
+    torque (gear 150) acts within HIRO's ant's torque limit (30).
+    """
+    if not 0.0 < share <= 1.0:
+        raise ValueError(f"an action bound is a share of the env's range in (0, 1], got {share}")
+    low, high = np.asarray(low, dtype=np.float32), np.asarray(high, dtype=np.float32)
+    centre, half = 0.5 * (low + high), 0.5 * (high - low)
+    return centre - share * half, centre + share * half
+
+
 class ActionBox:
     """Maps actions between [-1, 1] (inside a learner) and an env's Box ``[low, high]``."""
 

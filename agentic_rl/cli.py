@@ -121,6 +121,7 @@ def cmd_demos(args: argparse.Namespace) -> None:
 def cmd_verify(args: argparse.Namespace) -> None:
     import yaml
 
+    from agentic_rl.algos.spaces import shrunk_box
     from agentic_rl.envs.make import make_env
     from agentic_rl.verify.runner import format_results, verify_run
 
@@ -128,10 +129,13 @@ def cmd_verify(args: argparse.Namespace) -> None:
     config_path = run_dir / "config.yaml"
     low = high = None
     if config_path.exists():  # check action properties in the env's own units
-        environment = yaml.safe_load(config_path.read_text())["environment"]
+        saved = yaml.safe_load(config_path.read_text())
+        environment = saved["environment"]
         space = make_env(environment["name"], environment.get("kwargs")).action_space
         if hasattr(space, "low"):  # a Box (grid worlds' actions are discrete)
-            low, high = space.low.tolist(), space.high.tolist()
+            # the box the policy's [-1, 1] output maps to (algorithm.action_bound shrinks it)
+            bound = saved.get("algorithm", {}).get("action_bound", 1.0)
+            low, high = (box.tolist() for box in shrunk_box(space.low, space.high, bound))
     out = args.json or run_dir / "verify.json"
     _, results = verify_run(run_dir, args.property, args.region, out, low, high,
                             max_seconds=args.max_seconds, seed=args.seed)

@@ -21,7 +21,7 @@ from agentic_rl.algos import losses, sac_fused, sac_grads
 from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.optim import FusedAdam, merge_optimizer_states
 from agentic_rl.algos.sac_config import PrototypeBufferConfig, SACConfig
-from agentic_rl.algos.spaces import ActionBox, flat_learner_from_config
+from agentic_rl.algos.spaces import ActionBox, flat_learner_from_config, shrunk_box
 from agentic_rl.data.replay_demos import build_replay_storage
 from agentic_rl.data.replay_storage import ReplaySettings, ReplayStorage
 from agentic_rl.data.storage import StorageSpec
@@ -42,7 +42,8 @@ class SAC:
                  clip_obs: float = 5.0, normalize: tuple[bool, bool] = (True, True)) -> None:
         self.config, self.device = config, torch.device(device)
         obs_dim, goal_dim, act_dim = spaces["obs_dim"], spaces["goal_dim"], spaces["act_dim"]
-        self.action_box = ActionBox(spaces["action_low"], spaces["action_high"])
+        self.action_box = ActionBox(*shrunk_box(spaces["action_low"], spaces["action_high"],
+                                                config.action_bound))
         self.action_low, self.action_high = self.action_box.low, self.action_box.high
         self.obs_normalizer = RunningNormalizer(obs_dim, clip_obs, enabled=normalize[0])
         self.goal_normalizer = RunningNormalizer(max(goal_dim, 1), clip_obs, enabled=normalize[1])

@@ -122,3 +122,15 @@ class SACConfig(SACNetworkConfig, DemoConfig, OffPolicyUpdateConfig):
     name: Literal["sac"] = "sac"
     unread_keys: ClassVar[tuple[str, ...]] = ()
     num_q: int = Field(2, ge=1)
+    action_bound: float = Field(
+        1.0, gt=0, le=1, description="share of the env's action range (about its centre) the "
+        "policy may use (algos.spaces.shrunk_box); hgpo_sac's worker_action_bound for a flat "
+        "learner, e.g. a baseline that acts as a bounded Worker does")
+
+    @model_validator(mode="after")
+    def _demos_fit_the_bound(self) -> "SACConfig":
+        if self.action_bound < 1 and (self.prototype_data_path or self.skills
+                                      or self.phase_skills):
+            raise ValueError("algorithm.action_bound < 1 with demonstrations: they are recorded "
+                             "over the env's whole action range, outside the bounded policy's")
+        return self

@@ -140,3 +140,28 @@ def test_smoke_verify_writes_a_report_for_each_property(tmp_path, capsys):
     assert status == {"bounded": "proved", "never_right": "falsified"}
     assert main(["verify", str(run_dir), "--property", str(tmp_path / "none.yaml")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_smoke_a_bounded_policy_acts_and_is_verified_inside_its_bound(tmp_path, capsys):
+    args = [POINT, "--log-dir", str(tmp_path / "runs"), "--no-progress",
+            "algorithm.action_bound=0.3", "training.total_timesteps=40",
+            "training.checkpoint_freq=20"]
+    assert main(["train", *args]) == 2  # the config's demonstrations use the whole range
+    assert "action_bound" in capsys.readouterr().err
+    sac = yaml.safe_load(open(POINT).read())
+    for key in ("opd_alpha", "prototype_batch_size", "prototype_data_path", "prototype_episodes"):
+        del sac["algorithm"][key]
+    sac["algorithm"]["name"] = "sac"
+    (tmp_path / "sac_point.yaml").write_text(yaml.safe_dump(sac))
+    assert main(["train", str(tmp_path / "sac_point.yaml"), *args[1:],
+                 "training.learning_starts=30"]) == 0
+    run_dir = tmp_path / "runs" / "sac_point_seed0"
+    properties = tmp_path / "props.yaml"
+    properties.write_text(  # far beyond the observations seen: the tanh saturates
+        "region: {low: [-100, -100, -100, -100], high: [100, 100, 100, 100]}\n"
+        "properties:\n"
+        "  - {name: bounded, kind: action_box, low: [-0.3001, -0.3001], high: [0.3001, 0.3001]}\n")
+    assert main(["verify", str(run_dir), "--property", str(properties)]) == 0
+    report = json.loads((run_dir / "verify.json").read_text())
+    # mapped to the env's whole box instead, the same policy is not proved bounded (unknown)
+    assert [r["status"] for r in report["results"]] == ["proved"]

@@ -203,3 +203,19 @@ def worker_inputs(batch: dict[str, torch.Tensor], gamma: float, failure_cost: fl
     if action_cost_coef > 0:
         batch["reward"] = batch["reward"] - action_cost(batch["action"], action_cost_coef)
     return relative_goal_inputs(batch) if relative else batch
+
+
+def manager_inputs(batch: dict[str, torch.Tensor], achieved_unit: torch.Tensor,
+                   hindsight_ratio: float, missed_penalty: float, generator: torch.Generator
+                   ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """A sampled ``hgpo_sac`` Manager batch as its SAC update reads it (a new dict): a
+    ``hindsight_ratio`` share of subgoals replaced by ``achieved_unit [B, G]`` (what the
+    Worker achieved, as a [-1, 1] action; ``hindsight_subgoals``), then, with a ``missed``
+    field, tested subgoals kept and missed given ``missed_penalty`` (``penalise_missed``).
+    Returns ``(batch, swapped [B] bool)``."""
+    batch = dict(batch)
+    batch["action"], swapped = hindsight_subgoals(batch["action"], achieved_unit,
+                                                  hindsight_ratio, generator)
+    if "missed" in batch:
+        batch = penalise_missed(batch, ~swapped, missed_penalty)
+    return batch, swapped

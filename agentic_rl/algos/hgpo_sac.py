@@ -40,11 +40,12 @@ from agentic_rl.algos.base import ActMode, check_mode
 from agentic_rl.algos.hgpo import level_metrics
 from agentic_rl.algos.hgpo_diagnostics import SubgoalStats
 from agentic_rl.algos.hgpo_losses import (distance_intrinsic_reward, hindsight_subgoals,
-                                          offset_appended, penalise_missed, worker_inputs)
+                                          manager_inputs, offset_appended, penalise_missed,
+                                          worker_inputs)
 from agentic_rl.algos.hgpo_planner import steps_from_q
-from agentic_rl.algos.hgpo_sac_config import HGPOSACConfig, SACLevelConfig
+from agentic_rl.algos.hgpo_sac_config import HGPOSACConfig, SACLevelConfig, check_env_fit
 from agentic_rl.algos.hgpo_visits import VisitWaypoints
-from agentic_rl.algos.hgpo_waypoints import GraphWaypoints, make_waypoints
+from agentic_rl.algos.hgpo_waypoints import make_waypoints
 from agentic_rl.algos.spaces import resolve_device, shrunk_box, spaces_of
 from agentic_rl.algos.sac import SAC
 from agentic_rl.data.period_storage import LevelSettings, PeriodStorage
@@ -136,20 +137,7 @@ class HGPOSAC:
         goal = torch.zeros(1, self.goal_dim)
         self.reward_scale = (float(goal_fns.reward_fn(goal, goal)[0]),
                              float(goal_fns.reward_fn(goal, goal + 1e6)[0]))
-        default_cost = type(self.config).model_fields["worker_failure_cost"].default
-        if self.config.worker_failure_cost != default_cost and not goal_fns.terminates_on_failure:
-            from agentic_rl.config import ConfigError
-
-            raise ConfigError("algorithm.worker_failure_cost is read only with an env that ends "
-                              "episodes in failure (environment.kwargs.terminate_when_unhealthy"
-                              " for the ant); remove it")
-        if isinstance(self.planning, GraphWaypoints) and not goal_fns.terminates_on_success \
-                and self.reward_scale[0] != 0:
-            from agentic_rl.config import ConfigError
-
-            raise ConfigError("algorithm.planner reads distances from the Worker's values, which "
-                             "needs an env that ends episodes on success or gives 0 at the goal; "
-                             "set environment.kwargs.continuing_task: false or drop the planner")
+        check_env_fit(self.config, goal_fns, self.reward_scale[0])
 
     # ----------------------------------------------------------------------------- acting
     def manager_obs(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -308,15 +296,14 @@ class HGPOSAC:
                 metrics |= self.planning.after_worker_update(self.worker.num_updates,
                                                              self.storage, self.generator)
         if "manager" in batch:
-            manager_batch = dict(batch["manager"])
-            achieved = manager_batch["next_achieved_goal"]
+            sampled = batch["manager"]
+            achieved = sampled["next_achieved_goal"]
             if self.config.subgoals == "relative":  # the offset travelled in the period
-                achieved = achieved - manager_batch["achieved_goal"]
-            achieved = self.manager.env_to_unit(achieved)
-            manager_batch["action"], swapped = hindsight_subgoals(
-                manager_batch["action"], achieved, self.config.hindsight_actions, self.generator)
+                achieved = achieved - sampled["achieved_goal"]
+            manager_batch, _ = manager_inputs(sampled, self.manager.env_to_unit(achieved),
+                                              self.config.hindsight_actions,
+                                              self.subgoal_penalty, self.generator)
             if "missed" in manager_batch:
-                manager_batch = penalise_missed(manager_batch, ~swapped, self.subgoal_penalty)
                 metrics["hgpo/missed_tested_share"] = float(manager_batch["missed"].mean())
             metrics |= level_metrics(self.manager.update(manager_batch), "manager")
         return metrics

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -103,3 +103,19 @@ class HGPOSACConfig(BaseModel):
             raise ValueError("subgoal_testing with manager.gamma = 1 needs an explicit "
                              "subgoal_penalty (the default is -1 / (1 - manager.gamma))")
         return self
+
+
+def check_env_fit(config: HGPOSACConfig, goal_fns: Any, reward_at_goal: float) -> None:
+    """Config keys the env's goal functions (``envs.goal.GoalFunctions``) leave unread or
+    cannot serve: ``ConfigError`` (the env is known only once the storage is built)."""
+    from agentic_rl.config import ConfigError
+
+    default_cost = HGPOSACConfig.model_fields["worker_failure_cost"].default
+    if config.worker_failure_cost != default_cost and not goal_fns.terminates_on_failure:
+        raise ConfigError("algorithm.worker_failure_cost is read only with an env that ends "
+                          "episodes in failure (environment.kwargs.terminate_when_unhealthy"
+                          " for the ant); remove it")
+    if config.planner is not None and not goal_fns.terminates_on_success and reward_at_goal != 0:
+        raise ConfigError("algorithm.planner reads distances from the Worker's values, which "
+                          "needs an env that ends episodes on success or gives 0 at the goal; "
+                          "set environment.kwargs.continuing_task: false or drop the planner")

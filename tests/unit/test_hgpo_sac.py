@@ -412,3 +412,20 @@ def test_the_workers_action_bound_shrinks_its_box():
     assert extras["unit_action"].abs().max() > 0.5  # the Worker's own actions span [-1, 1]
     torch.testing.assert_close(algo.worker.unit_to_env(extras["unit_action"]), action)
     torch.testing.assert_close(make_algo().worker.action_high, torch.ones(2))
+
+
+def test_manager_inputs_swap_then_penalise_only_the_kept_missed_subgoals():
+    from agentic_rl.algos.hgpo_losses import manager_inputs
+
+    batch = {"action": torch.tensor([[0.5, 0.5], [-0.5, 0.0]]), "reward": torch.tensor([-3., -2.]),
+             "terminated": torch.zeros(2), "missed": torch.tensor([1.0, 0.0])}
+    achieved = torch.tensor([[0.1, 0.2], [0.3, 0.4]])
+    generator = torch.Generator().manual_seed(0)
+    kept, swapped = manager_inputs(batch, achieved, 0.0, -10.0, generator)
+    assert not swapped.any() and torch.equal(kept["action"], batch["action"])
+    torch.testing.assert_close(kept["reward"], torch.tensor([-10.0, -2.0]))
+    torch.testing.assert_close(kept["terminated"], torch.tensor([1.0, 0.0]))
+    relabelled, swapped = manager_inputs(batch, achieved, 1.0, -10.0, generator)
+    assert swapped.all() and torch.equal(relabelled["action"], achieved)
+    torch.testing.assert_close(relabelled["reward"], batch["reward"])  # reached by definition
+    assert torch.equal(batch["action"], torch.tensor([[0.5, 0.5], [-0.5, 0.0]]))  # not in place

@@ -5,6 +5,11 @@
     python benchmarks/hgpo_vs_flat.py --env pointmaze --methods hgpo \
         --hgpo-set algorithm.subgoals=relative algorithm.goal_scale=1.0 --json relative.json
     python benchmarks/hgpo_vs_flat.py --goal-reaching --json goal_reaching.json
+    python benchmarks/hgpo_vs_flat.py --env antmaze --seeds 3 --jobs 2 --run-root ~/ant \
+        --json antmaze.json
+
+``--run-root`` keeps each run in a folder that outlives the command: Ctrl-C checkpoints the
+runs, the same command continues them (or extends them to a larger ``--budget``).
 
 Each run trains from ``configs/hgpo_<env>.yaml`` and the flat config of ``FLAT`` (PPO on the
 grid, SAC+HER on the continuous mazes) and scores the final deterministic evaluation
@@ -22,8 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import signal
 import tempfile
 import time
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +42,7 @@ import yaml
 from agentic_rl.algos.hgpo import HGPO
 from agentic_rl.algos.hgpo_sac import HGPOSAC
 from agentic_rl.config import apply_override, validate_config
-from agentic_rl.data.checkpoint import latest_checkpoint, load_learner
+from agentic_rl.data.checkpoint import has_checkpoint, latest_checkpoint, load_learner
 from agentic_rl.envs.gridworld import BatchGridWorld
 from agentic_rl.envs.make import make_env
 from agentic_rl.train.evaluate import EVAL_SEED_OFFSET, batch_of_one, evaluate
@@ -49,17 +56,21 @@ SUBGOAL_KEYS = ("subgoal_reached_rate", "subgoal_saturation", "subgoal_path_dist
                 "subgoal_distance")
 
 
-def run(config: dict[str, Any], seed: int, budget: int,
-        goal_plot: Path | None = None) -> dict[str, Any]:
-    """Train one seed through the library's own ``train`` in a temporary run folder; returns
-    the final deterministic eval success, the eval curve, wall-clock seconds and env steps/s.
-    On-policy learners are also evaluated with sampled actions (``success_stochastic``).
-    With ``goal_plot`` (hierarchical learners) also draws the Manager's goals to that PNG."""
+def run(config: dict[str, Any], seed: int, budget: int, goal_plot: Path | None = None,
+        run_dir: Path | None = None) -> dict[str, Any]:
+    """Train one seed through the library's own ``train``, in ``run_dir`` (resumed from its
+    last checkpoint where it holds one: a run stopped by Ctrl-C, or one to extend to a larger
+    budget) or a temporary folder; returns the final deterministic eval success, the eval
+    curve, wall-clock seconds and env steps/s (over all its sessions). On-policy learners are also
+    evaluated with sampled actions (``success_stochastic``). With ``goal_plot`` (hierarchical
+    learners) also draws the Manager's goals to that PNG."""
     torch.set_num_threads(1)
     raw = {**config, "training": {**config["training"], "seed": seed, "total_timesteps": budget}}
     with tempfile.TemporaryDirectory() as folder:
-        validated, run_dir = validate_config(raw), Path(folder) / "run"
-        summary = train(validated, run_dir, show_progress=False)
+        validated = validate_config(raw)
+        resume = run_dir is not None and has_checkpoint(run_dir)
+        run_dir = run_dir or Path(folder) / "run"
+        summary = train(validated, run_dir, resume=resume, show_progress=False)
         env_cfg = validated.environment
         env = make_env(env_cfg.name, env_cfg.kwargs, env_cfg.goal_region)
         algo = build_algo(validated, env)
@@ -79,8 +90,29 @@ def run(config: dict[str, Any], seed: int, budget: int,
             **{key: final[key] for key in SUBGOAL_KEYS if key in final}}
 
 
-def run_job(job: tuple[dict[str, Any], int, int, Path | None]) -> dict[str, Any]:
+def run_job(job: tuple[dict[str, Any], int, int, Path | None, Path | None]) -> dict[str, Any]:
     return run(*job)
+
+
+def run_all(jobs: list[tuple], processes: int) -> list[dict[str, Any]]:
+    """``run_job`` over ``jobs`` in order, in ``processes`` parallel processes. Ctrl-C reaches
+    every run, which checkpoints and stops; no queued run starts after that and this process
+    waits for the running ones to finish writing before it raises (their exception)."""
+    if processes == 1:
+        return [run_job(job) for job in jobs]
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runs handle it
+    try:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(processes, mp_context=context) as pool:
+            futures = [pool.submit(run_job, job) for job in jobs]
+            done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+            if any(future.exception() is not None for future in done):
+                for future in pending:
+                    future.cancel()
+                wait(pending)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return [future.result() for future in futures]
 
 
 def phi_traces(algo: HGPO, env: gym.Env, episodes: int = 3):
@@ -291,6 +323,10 @@ def main() -> None:
                         default=["hgpo", "flat"], help="which of the two to run")
     parser.add_argument("--curves-plot", type=Path, default=None,
                         help="PNG of eval success against env steps, mean +- std (D1)")
+    parser.add_argument("--run-root", type=Path, default=None,
+                        help="keep the runs in ROOT/<config>_seed<S> (as agentic-rl train "
+                        "--log-dir ROOT names them) and resume any that holds a checkpoint: "
+                        "stop with Ctrl-C, rerun the same command to continue")
     parser.add_argument("--replot", action="store_true",
                         help="only draw --curves-plot from an existing --json result")
     args = parser.parse_args()
@@ -312,13 +348,11 @@ def main() -> None:
         budget = args.budget or next(iter(configs.values()))["training"]["total_timesteps"]
         result = {"env": args.env, "budget_steps": budget, "seeds": args.seeds, "configs": names,
                   "hgpo_overrides": args.hgpo_set}
-        jobs = [(configs[key], seed, budget, args.goal_plot if key == "hgpo" and seed == 0 else None)
+        jobs = [(configs[key], seed, budget,
+                 args.goal_plot if key == "hgpo" and seed == 0 else None,
+                 args.run_root / f"{names[key]}_seed{seed}" if args.run_root else None)
                 for key in names for seed in range(args.seeds)]
-        if args.jobs > 1:
-            with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-                runs = pool.map(run_job, jobs, chunksize=1)
-        else:
-            runs = [run_job(job) for job in jobs]
+        runs = run_all(jobs, args.jobs)
         for index, key in enumerate(names):
             result[key] = summarise(runs[index * args.seeds:(index + 1) * args.seeds])
         print(f"budget {budget} env steps, {args.seeds} seeds; success = deterministic eval, "

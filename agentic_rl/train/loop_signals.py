@@ -15,6 +15,9 @@ class CheckpointedInterrupt(KeyboardInterrupt):
         super().__init__(f"interrupted at step {step}")
         self.step = step
 
+    def __reduce__(self):  # across processes (benchmarks' process pools) with its step
+        return type(self), (self.step,)
+
 
 class CtrlC:
     """Context manager: ``pressed`` turns True on the first SIGINT (main thread only)."""

@@ -10,8 +10,9 @@ A flipped ant cannot right itself and crawls; no maze is solved that way.
 ``--random-bounds``: the same measures for uniform random actions within that share of the
 ant's action range (``algorithm.worker_action_bound``), episodes cut at 500 steps.
 
-Episodes run on the env as configured, without ``terminate_when_unhealthy`` (so a jump is seen,
-not cut off), from the evaluation seeds of the run. Reads the run folders; writes nothing there.
+Episodes run on the env as configured, without ``terminate_when_unhealthy`` or
+``terminate_when_flipped`` (so a jump or a flip is seen, not cut off), from the evaluation seeds
+of the run. Reads the run folders; writes nothing there.
 """
 
 from __future__ import annotations
@@ -30,17 +31,12 @@ from agentic_rl.algos.spaces import shrunk_box  # noqa: E402
 from agentic_rl.config import read_config, validate_config  # noqa: E402
 from agentic_rl.data.checkpoint import load_learner  # noqa: E402
 from agentic_rl.envs.make import make_env  # noqa: E402
+from agentic_rl.envs.mazes import torso_up_z  # noqa: E402
 from agentic_rl.train.evaluate import EVAL_SEED_OFFSET, batch_of_one  # noqa: E402
 from agentic_rl.train.setup import build_algo  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 HEALTHY_TOP = 1.0  # Ant-v5's default healthy_z_range is (0.2, 1.0)
-
-
-def up_axis_z(quaternion: np.ndarray) -> float:
-    """World z of the torso's own z axis for a MuJoCo quaternion ``(w, x, y, z)``."""
-    _, x, y, _ = quaternion
-    return float(1.0 - 2.0 * (x * x + y * y))
 
 
 def episode_posture(policy, env, seed: int, max_steps: int | None = None) -> dict[str, float]:
@@ -52,7 +48,7 @@ def episode_posture(policy, env, seed: int, max_steps: int | None = None) -> dic
     while not (terminated or truncated or len(heights) == max_steps):
         obs, _, terminated, truncated, info = env.step(policy(obs, info))
         heights.append(float(obs["observation"][0]))  # the ant's torso height, then its quaternion
-        ups.append(up_axis_z(obs["observation"][1:5]))
+        ups.append(torso_up_z(obs["observation"][1:5]))
     on_back = np.asarray(ups) < 0
     return {"success": float(info.get("is_success", False)),
             "jumped": float(max(heights) > HEALTHY_TOP), "flipped": float(on_back.any()),
@@ -78,7 +74,8 @@ def deterministic_policy(algo):
 
 def posture(run_dir: Path, checkpoint: str, episodes: int) -> dict[str, float]:
     config = validate_config(read_config(run_dir / "config.yaml", [
-        "environment.kwargs.terminate_when_unhealthy=false"]))
+        "environment.kwargs.terminate_when_unhealthy=false",
+        "environment.kwargs.terminate_when_flipped=false"]))
     env = make_env(config.environment.name, config.environment.kwargs)
     algo = build_algo(config, env)
     load_learner(algo, run_dir / "checkpoints" / checkpoint)

@@ -114,7 +114,7 @@ def check_env_fit(config: HGPOSACConfig, goal_fns: Any, reward_at_goal: float) -
     if config.worker_failure_cost != default_cost and not goal_fns.terminates_on_failure:
         raise ConfigError("algorithm.worker_failure_cost is read only with an env that ends "
                           "episodes in failure (environment.kwargs.terminate_when_unhealthy"
-                          " for the ant); remove it")
+                          " or terminate_when_flipped for the ant); remove it")
     if config.planner is not None and not goal_fns.terminates_on_success and reward_at_goal != 0:
         raise ConfigError("algorithm.planner reads distances from the Worker's values, which "
                           "needs an env that ends episodes on success or gives 0 at the goal; "

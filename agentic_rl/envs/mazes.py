@@ -34,25 +34,37 @@ def is_success(achieved_goal: np.ndarray, desired_goal: np.ndarray) -> np.ndarra
     )
 
 
+def torso_up_z(quaternion: np.ndarray) -> float:
+    """World z of the torso's own up axis for a MuJoCo quaternion ``(w, x, y, z)``: 1 upright,
+    below 0 once the ant has turned onto its back."""
+    _, x, y, _ = quaternion
+    return float(1.0 - 2.0 * (x * x + y * y))
+
+
 class GoalMaze(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Goal-conditioned view of a gymnasium-robotics maze (float32 dict observations)."""
 
     def __init__(self, env: gym.Env, reward_type: str = "sparse",
-                 observe_position: bool = False, terminate_when_unhealthy: bool = False) -> None:
+                 observe_position: bool = False, terminate_when_unhealthy: bool = False,
+                 terminate_when_flipped: bool = False) -> None:
         gym.utils.RecordConstructorArgs.__init__(
             self, reward_type=reward_type, observe_position=observe_position,
-            terminate_when_unhealthy=terminate_when_unhealthy)
+            terminate_when_unhealthy=terminate_when_unhealthy,
+            terminate_when_flipped=terminate_when_flipped)
         gym.Wrapper.__init__(self, env)
         if reward_type not in ("sparse", "dense"):
             raise ValueError(f"reward_type must be 'sparse' or 'dense', got {reward_type!r}")
-        if terminate_when_unhealthy and not hasattr(env.unwrapped, "ant_env"):
-            raise ValueError("terminate_when_unhealthy: only the ant has a healthy range (its "
-                             "torso height within Ant-v5's healthy_z_range); drop it for "
-                             f"{env.spec.id if env.spec else type(env.unwrapped).__name__}")
+        for key, wanted in (("terminate_when_unhealthy", terminate_when_unhealthy),
+                            ("terminate_when_flipped", terminate_when_flipped)):
+            if wanted and not hasattr(env.unwrapped, "ant_env"):
+                raise ValueError(f"{key}: only the ant has a torso that can leave its healthy "
+                                 "range or turn over; drop it for "
+                                 f"{env.spec.id if env.spec else type(env.unwrapped).__name__}")
         self.reward_type, self.observe_position = reward_type, observe_position
+        self.fails_unhealthy, self.fails_flipped = terminate_when_unhealthy, terminate_when_flipped
         # goal.goal_functions reads these to relabel terminations as the env ends episodes.
         self.terminates_on_success = not env.unwrapped.continuing_task
-        self.terminates_on_failure = terminate_when_unhealthy
+        self.terminates_on_failure = terminate_when_unhealthy or terminate_when_flipped
         boxes = dict(env.observation_space.spaces)
         if observe_position:  # the ant's observation leaves out its own (x, y)
             inner, position = boxes["observation"], boxes["achieved_goal"]
@@ -95,8 +107,12 @@ class GoalMaze(gym.Wrapper, gym.utils.RecordConstructorArgs):
         obs, reward, terminated, truncated, info = self.env.step(action)
         obs = self._cast(obs)
         info["is_success"] = bool(is_success(obs["achieved_goal"], obs["desired_goal"]))
-        if self.terminates_on_failure and not self.env.unwrapped.ant_env.is_healthy:
-            info["unhealthy"], terminated = True, True  # a failure: the goal was not reached
+        if self.terminates_on_failure:  # a failure: the goal was not reached
+            ant = self.env.unwrapped.ant_env
+            if self.fails_unhealthy and not ant.is_healthy:
+                info["unhealthy"], terminated = True, True
+            if self.fails_flipped and torso_up_z(ant.data.qpos[3:7]) < 0:
+                info["flipped"], terminated = True, True
         return obs, float(reward), bool(terminated), bool(truncated), info
 
 
@@ -107,6 +123,7 @@ def make_maze(
     max_episode_steps: int | None = None,
     observe_position: bool = False,
     terminate_when_unhealthy: bool = False,
+    terminate_when_flipped: bool = False,
     **kwargs: Any,
 ) -> GoalMaze:
     """Build a goal-conditioned maze.
@@ -121,6 +138,9 @@ def make_maze(
         terminate_when_unhealthy: the ant only: end the episode, as a failure, at a step whose
             torso height leaves Ant-v5's healthy range (0.2 to 1.0): a jump, the start of most
             flips onto the ant's back, after which the ant crawls (AntMaze itself ignores it).
+        terminate_when_flipped: the ant only: end the episode, as a failure, at a step whose
+            torso's up axis points below the horizon: the ant has turned onto its back, which
+            with a bounded Worker happens mostly by rolling, inside the healthy height range.
         **kwargs: passed to the underlying env (e.g. ``maze_map``, ``render_mode``).
     """
     if name not in MAZE_IDS.values():
@@ -131,7 +151,8 @@ def make_maze(
         name, continuing_task=continuing_task, reward_type=reward_type, **extra, **kwargs
     )
     return GoalMaze(env, reward_type=reward_type, observe_position=observe_position,
-                    terminate_when_unhealthy=terminate_when_unhealthy)
+                    terminate_when_unhealthy=terminate_when_unhealthy,
+                    terminate_when_flipped=terminate_when_flipped)
 
 
 def register_maze_envs() -> None:

@@ -84,3 +84,32 @@ def test_an_ant_out_of_its_healthy_range_ends_the_episode_only_when_asked():
     assert not terminated
     with pytest.raises(ValueError, match="only the ant"):
         make_maze("PointMaze_UMaze-v3", terminate_when_unhealthy=True)
+
+
+def test_the_ant_maze_can_end_an_episode_when_the_ant_turns_onto_its_back():
+    from agentic_rl.envs.goal import goal_functions
+    from agentic_rl.envs.mazes import torso_up_z
+
+    assert torso_up_z(np.array([1.0, 0, 0, 0])) == 1.0  # upright
+    assert torso_up_z(np.array([0.0, 1.0, 0, 0])) == -1.0  # half a turn about x: on its back
+    assert torso_up_z(np.array([np.cos(np.pi / 8), 0, np.sin(np.pi / 8), 0])) > 0  # 45 degrees
+
+    def step_on_its_back(env) -> tuple[bool, dict]:
+        env.reset(seed=0)
+        ant = env.unwrapped.ant_env
+        qpos = ant.data.qpos.copy()
+        qpos[2], qpos[3:7] = 0.5, [0.0, 1.0, 0.0, 0.0]  # inside the healthy height, upside down
+        ant.set_state(qpos, np.zeros_like(ant.data.qvel))
+        _, _, terminated, _, info = env.step(np.zeros(8, np.float32))
+        return terminated, info
+
+    flips = make_maze("AntMaze_UMaze-v5", terminate_when_flipped=True)
+    terminated, info = step_on_its_back(flips)
+    assert terminated and info["flipped"] and goal_functions(flips).terminates_on_failure
+    terminated, info = step_on_its_back(make_maze("AntMaze_UMaze-v5",
+                                                  terminate_when_unhealthy=True))
+    assert not terminated and "flipped" not in info  # the height alone misses a roll
+    flips.reset(seed=0)
+    assert not flips.step(np.zeros(8, np.float32))[2]  # standing: goes on
+    with pytest.raises(ValueError, match="only the ant"):
+        make_maze("PointMaze_UMaze-v3", terminate_when_flipped=True)

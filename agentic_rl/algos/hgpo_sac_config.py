@@ -84,6 +84,14 @@ class HGPOSACConfig(BaseModel):
     manager: SACLevelConfig = Field(default_factory=lambda: SACLevelConfig(gamma=0.9))
     worker: SACLevelConfig = Field(default_factory=SACLevelConfig)
 
+    def training_part(self) -> "HGPOSACConfig":
+        """This config less what only evaluation reads: a ``visit_planner`` with ``use: eval``
+        draws no random numbers and changes no training state, so a resumed run may add,
+        change or drop it (``train.run.prepare_run_dir``)."""
+        if self.visit_planner is not None and self.visit_planner.use == "eval":
+            return self.model_copy(update={"visit_planner": None})
+        return self
+
     @model_validator(mode="after")
     def _planner_reads_the_workers_values(self) -> "HGPOSACConfig":
         if self.planner is not None and self.worker_reward == "distance":

@@ -6,7 +6,7 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import yaml
 
@@ -23,6 +23,13 @@ from agentic_rl.train.setup import Run, build_run
 TRANSFERRED_MODULES = ("actor.", "obs_normalizer.", "goal_normalizer.")
 
 
+def training_part(section: Any) -> Any:
+    """A config section less its evaluation-only keys (an algorithm config's
+    ``training_part()``, where it has one): what must match for a run to resume."""
+    part = getattr(section, "training_part", None)
+    return part() if part is not None else section
+
+
 def prepare_run_dir(config: ExperimentConfig, run_dir: Path, resume: bool,
                     init_from: str | Path | None = None) -> bool:
     """Create the run folder and save the resolved config; refuse to clobber an earlier run.
@@ -35,10 +42,10 @@ def prepare_run_dir(config: ExperimentConfig, run_dir: Path, resume: bool,
     if resume and (run_dir / "config.yaml").exists():
         saved = validate_config(yaml.safe_load((run_dir / "config.yaml").read_text()))
         for section in ("algorithm", "environment"):
-            if getattr(saved, section) != getattr(config, section):
+            if training_part(getattr(saved, section)) != training_part(getattr(config, section)):
                 raise ConfigError(f"--resume: the {section} section differs from the one in "
                                   f"{run_dir / 'config.yaml'}; resume with the same config "
-                                  "(only training.* may change)")
+                                  "(only training.* and evaluation-only keys may change)")
     if not resume and checkpointed:
         raise ConfigError(f"run folder {run_dir} already holds a run; pass --resume to "
                           "continue it, or choose another --log-dir or --seed")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 import yaml
 
 from agentic_rl.cli import main
@@ -100,3 +101,42 @@ def test_flat_her_refuses_an_env_that_ends_episodes_in_failure(tmp_path, capsys,
                  f"algorithm.name={learner}"]) == 2
     err = capsys.readouterr().err
     assert "terminate_when_unhealthy" in err and "HER" in err
+
+
+def test_an_evaluation_only_visit_planner_leaves_training_bit_exact_and_joins_on_resume(
+        tmp_path, capsys):
+    from safetensors.torch import load_file
+
+    def args(folder, *extra):
+        return ["train", str(REPO / "configs" / "hgpo_pointmaze.yaml"), "--log-dir",
+                str(tmp_path / folder), "--no-progress",
+                "environment.name=agentic_rl/PointMaze_UMaze-v3",
+                "environment.kwargs.max_episode_steps=50", "training.learning_starts=200",
+                "training.eval_freq=200", "training.log_freq=200",
+                "training.checkpoint_freq=400", "training.num_eval_episodes=2",
+                "algorithm.planner=null", "algorithm.subgoals=relative",
+                "algorithm.worker_reward=distance", "algorithm.goal_scale=1.0", *extra]
+
+    planner = "algorithm.visit_planner={cell: 0.5, reach: 1.0, refresh_every: 50}"
+    assert main([*args("plain", "training.total_timesteps=600")]) == 0
+    assert main([*args("planned", planner, "training.total_timesteps=600")]) == 0
+
+    def weights(folder):
+        run_dir = tmp_path / folder / "hgpo_pointmaze_seed0"
+        tensors = load_file(run_dir / "checkpoints" / "step_000000600" / "model.safetensors")
+        return {k: v for k, v in tensors.items() if ".planner." not in k}
+
+    plain, planned = weights("plain"), weights("planned")
+    assert plain.keys() == planned.keys()
+    assert all(torch.equal(plain[k], planned[k]) for k in plain)
+    evals = json.loads((tmp_path / "planned" / "hgpo_pointmaze_seed0" / "summary.json")
+                       .read_text())["eval_history"]
+    assert len(evals) == 3  # the planner did plan in them: its graph was built and logged
+    assert ",planner/cells," in (tmp_path / "planned" / "hgpo_pointmaze_seed0" /
+                                 "metrics.csv").read_text()
+    # added to a run on resume: accepted; one that would choose training subgoals: refused
+    capsys.readouterr()
+    training = planner.replace("}", ", use: train_and_eval}")
+    assert main([*args("plain", training, "training.total_timesteps=800", "--resume")]) == 2
+    assert "only training.* and evaluation-only keys" in capsys.readouterr().err
+    assert main([*args("plain", planner, "training.total_timesteps=800", "--resume")]) == 0

@@ -5,7 +5,7 @@ planner that builds its graph from it plans from what the run had seen at that s
 evaluation episodes (the run's seed) for both rows.
 
     python benchmarks/planner_eval.py RUN_DIR --checkpoints step_000400000 --episodes 20 \\
-        --set algorithm.visit_planner.cell=0.5
+        --set algorithm.visit_planner.cell=0.5 --goal-plot figures/antmaze_goals.png
 
 Reads the run folder (``config.yaml``, ``checkpoints/``); writes nothing there.
 """
@@ -21,6 +21,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import markdown_table, write_json  # noqa: E402
+from hgpo_vs_flat import plot_goals, subgoal_traces  # noqa: E402
 
 from agentic_rl.config import read_config, validate_config  # noqa: E402
 from agentic_rl.train.evaluate import evaluate  # noqa: E402
@@ -30,15 +31,19 @@ from agentic_rl.train.state import restore_run  # noqa: E402
 DIAGNOSTICS = ("subgoal_reached_rate", "subgoal_path_distance", "subgoal_saturation")
 
 
-def evaluate_checkpoint(run_dir: Path, folder: Path, overrides: list[str], episodes: int
-                        ) -> dict[str, float]:
+def evaluate_checkpoint(run_dir: Path, folder: Path, overrides: list[str], episodes: int,
+                        goal_plot: Path | None = None) -> dict[str, float]:
     """Success and subgoal diagnostics of ``episodes`` deterministic episodes of the learner
-    of checkpoint ``folder``, built from the run's config with ``overrides``."""
+    of checkpoint ``folder``, built from the run's config with ``overrides``; with
+    ``goal_plot``, also the D1 plot of its subgoals in three of them (``hgpo_vs_flat``)."""
     config = validate_config(read_config(run_dir / "config.yaml", overrides))
     with tempfile.TemporaryDirectory() as scratch:
         run = build_run(config, Path(scratch))
         restore_run(run, folder)
         result = evaluate(run.algo, run.eval_env, episodes, config.training.seed)
+        if goal_plot is not None:
+            plot_goals(subgoal_traces(run.algo, run.eval_env), goal_plot, grid=False,
+                       env=run.eval_env)
         run.envs.close()
     return result.to_dict()
 
@@ -51,6 +56,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--set", nargs="+", required=True, metavar="KEY=VALUE",
                         help="overrides of the second row (e.g. algorithm.visit_planner.cell=0.5)")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--goal-plot", type=Path, default=None,
+                        help="PNG of the subgoals of the last checkpoint's --set row (D1)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     rows, results = [], []
@@ -59,8 +66,10 @@ def main(argv: list[str] | None = None) -> dict:
         if not folder.is_dir():
             parser.error(f"{folder} is not a checkpoint folder")
         for label, overrides in (("run config", []), ("with --set", args.set)):
+            plot = (args.goal_plot if name == args.checkpoints[-1] and label == "with --set"
+                    else None)
             result = {"checkpoint": name, "row": label, "overrides": overrides,
-                      **evaluate_checkpoint(args.run, folder, overrides, args.episodes)}
+                      **evaluate_checkpoint(args.run, folder, overrides, args.episodes, plot)}
             results.append(result)
             rows.append([name, label, f"{result['success_rate']:.2f}",
                          f"{result['mean_length']:.0f}",

@@ -84,14 +84,18 @@ class VisitGraph:
         closest = torch.cdist(points.float(), self.points).argmin(-1).numpy()
         return np.where(same.any(-1), same.argmax(-1), closest)
 
-    def plan(self, achieved: torch.Tensor, goal: torch.Tensor, reach: float
+    def plan(self, achieved: torch.Tensor, goal: torch.Tensor, reach: float,
+             reached: Callable[[torch.Tensor, torch.Tensor], bool] | None = None
              ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(waypoint [N, G], routed [N] bool)`` for agents at ``achieved [N, G]`` heading for
         ``goal [N, G]``: the farthest node along the shortest route whose route length from
         the agent is at most ``reach``, or the goal itself once the route's last node is
         within reach (the route ends at the node nearest the goal where the goal's own cell
-        was never visited). ``routed`` is False where no route exists; the waypoint is then
-        the goal."""
+        was never visited). With ``reached(achieved [G], point [G])`` (the env's success
+        test) the waypoint is never one the agent has already reached: the route is followed
+        past ``reach`` to its first node that is not (a bent route, or a first hop longer
+        than ``reach``, would otherwise give a waypoint that asks for no move). ``routed`` is
+        False where no route exists; the waypoint is then the goal."""
         starts, ends = self.nearest(achieved), self.nearest(goal)
         targets, inverse = np.unique(ends, return_inverse=True)
         # shortest routes to each distinct target, searched backwards from it
@@ -106,7 +110,8 @@ class VisitGraph:
             while node != targets[row]:
                 following = predecessor[row, node]
                 travelled += float((self.points[following] - here).norm())
-                if travelled > reach:
+                if travelled > reach and (reached is None or not reached(achieved[i].float(),
+                                                                         self.points[node])):
                     break
                 node, here = following, self.points[following]
             if node != targets[row]:  # else the whole route is within reach: the goal
@@ -138,6 +143,10 @@ class VisitWaypoints:
         self.owed = False  # a rebuild fell due (use: eval builds at the next evaluation)
         self.pending: dict[str, float] = {}
 
+    def reached(self, achieved: torch.Tensor, point: torch.Tensor) -> bool:
+        """Whether an agent at ``achieved [G]`` has reached ``point [G]`` (the env's test)."""
+        return bool(self.success_fn(achieved[None], point[None])[0])
+
     def plans(self, mode: ActMode) -> bool:
         """Whether the graph chooses this step's new subgoals (``before_act`` has made any
         rebuild owed to this step by then)."""
@@ -162,7 +171,7 @@ class VisitWaypoints:
         if not renew.any():
             return goal, goal_unit, hop
         planned, _ = self.graph.plan(achieved[renew], obs["desired_goal"][renew].float(),
-                                     self.reach)
+                                     self.reach, self.reached)
         goal = goal.clone()
         goal[renew] = planned
         offset = goal - achieved if self.relative else goal

@@ -168,3 +168,22 @@ def test_one_planner_at_a_time():
 
     with pytest.raises(ValidationError, match="keep one"):
         HGPOSACConfig(planner={}, visit_planner={})
+
+
+def test_a_waypoint_is_never_one_the_agent_has_already_reached():
+    graph = u_walk()
+    start, goal = torch.tensor([[0.1, 0.1]]), torch.tensor([[0.1, 4.1]])
+
+    def within(achieved, point):  # a success radius of 0.45, as the mazes'
+        return bool((achieved - point).norm() <= 0.45)
+
+    # a reach shorter than the first hop: the waypoint is the agent's own cell, already reached
+    waypoint, _ = graph.plan(start, goal, reach=0.3)
+    assert within(start[0], waypoint[0])
+    # with the success test the route is followed to its first node out of reach of it
+    waypoint, _ = graph.plan(start, goal, reach=0.3, reached=within)
+    assert not within(start[0], waypoint[0])
+    assert waypoint[0, 1] == pytest.approx(0.1) and waypoint[0, 0] < 1.0  # the next cells only
+    # a waypoint already out of reach of the agent is unchanged by it
+    far, _ = graph.plan(start, goal, reach=2.0)
+    assert torch.equal(far, graph.plan(start, goal, reach=2.0, reached=within)[0])

@@ -44,6 +44,8 @@ def shrunk_box(low: Any, high: Any, share: float) -> tuple[np.ndarray, np.ndarra
     if not 0.0 < share <= 1.0:
         raise ValueError(f"an action bound is a share of the env's range in (0, 1], got {share}")
     low, high = np.asarray(low, dtype=np.float32), np.asarray(high, dtype=np.float32)
+    if share == 1.0:  # exactly the env's box, whatever the rounding of centre +- half
+        return low, high
     centre, half = 0.5 * (low + high), 0.5 * (high - low)
     return centre - share * half, centre + share * half
 

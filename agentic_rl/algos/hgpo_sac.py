@@ -46,7 +46,7 @@ from agentic_rl.algos.hgpo_planner import steps_from_q
 from agentic_rl.algos.hgpo_sac_config import HGPOSACConfig, SACLevelConfig, check_env_fit
 from agentic_rl.algos.hgpo_visits import VisitWaypoints
 from agentic_rl.algos.hgpo_waypoints import make_waypoints
-from agentic_rl.algos.spaces import resolve_device, shrunk_box, spaces_of
+from agentic_rl.algos.spaces import resolve_device, spaces_of
 from agentic_rl.algos.sac import SAC
 from agentic_rl.data.period_storage import LevelSettings, PeriodStorage
 from agentic_rl.data.replay_storage import episode_states
@@ -95,18 +95,19 @@ class HGPOSAC:
                                for name, level_cfg in (("worker", cfg.worker),
                                                        ("manager", cfg.manager))}
 
-        def level(name: str, level_cfg: SACLevelConfig, act: int, low, high) -> SAC:
+        def level(name: str, level_cfg: SACLevelConfig, act: int, low, high,
+                  action_bound: float = 1.0) -> SAC:
             # a relative Worker reads its goal as part of the observation (no goal input)
             appended = name == "worker" and self.relative_worker
             level_spaces = {"obs_dim": self.stored_obs_dim[name] + (goal_dim if appended else 0),
                             "goal_dim": 0 if appended else goal_dim, "act_dim": act,
                             "action_low": low, "action_high": high}
-            return SAC(level_cfg.sac_config(), level_spaces, device, clip_obs)
+            return SAC(level_cfg.sac_config(action_bound), level_spaces, device, clip_obs)
 
         bound = np.full(goal_dim, cfg.goal_scale, dtype=np.float32)
         self.manager = level("manager", cfg.manager, goal_dim, -bound, bound)
-        self.worker = level("worker", cfg.worker, act_dim, *shrunk_box(
-            spaces["action_low"], spaces["action_high"], cfg.worker_action_bound))
+        self.worker = level("worker", cfg.worker, act_dim, spaces["action_low"],
+                            spaces["action_high"], cfg.worker_action_bound)
         self.generator = torch.Generator().manual_seed(seed)
         self.goal_fns = None  # the env's goal functions, from the storage spec
         self.worker_goal_fns = None  # the same, with the Worker's reward (worker_reward)

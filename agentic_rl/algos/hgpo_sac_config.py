@@ -23,10 +23,11 @@ class SACLevelConfig(SACNetworkConfig):
     her: HERConfig = Field(default_factory=HERConfig)
     update_every: int = Field(1, ge=1, description="one gradient step per this many env steps")
 
-    def sac_config(self) -> SACConfig:
+    def sac_config(self, action_bound: float = 1.0) -> SACConfig:
+        """This level as a SAC learner's config (``action_bound``: the Worker's bound)."""
         return SACConfig(**self.model_dump(include=set(SACNetworkConfig.model_fields)),
                          batch_size=self.batch_size, gamma=self.gamma, tau=self.tau,
-                         num_q=self.num_q, her=self.her)
+                         num_q=self.num_q, her=self.her, action_bound=action_bound)
 
 
 class HGPOSACConfig(BaseModel):

@@ -55,7 +55,7 @@ def play(env, learner, seed: int) -> tuple[bool, str, list[tuple[str, str]]]:
     (the expert's is "" where it pursues none)."""
     obs, info = env.reset(seed=seed)
     engine = env.env.unwrapped.engine
-    state, first, done, steps, won = None, True, False, [], False
+    state, first, done, steps = None, True, False, []
     while not done:
         pursued = expert_subgoal(engine)
         steps.append((env.subgoal, subgoal_text(*pursued) if pursued else ""))
@@ -64,9 +64,9 @@ def play(env, learner, seed: int) -> tuple[bool, str, list[tuple[str, str]]]:
         batch["is_first"] = torch.tensor([first])
         first = False
         action, state, _ = learner.act(batch, state, "deterministic")
-        obs, _, won, truncated, info = env.step(int(action[0]))
-        done = won or truncated
-    return bool(won), info["task_type"], steps
+        obs, _, terminated, truncated, info = env.step(int(action[0]))
+        done = terminated or truncated
+    return info["is_success"], info["task_type"], steps
 
 
 def sequence(steps: list[tuple[str, str]]) -> str:

@@ -18,7 +18,6 @@ import collections
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,6 +34,7 @@ from agentic_rl.envs.alfworld.expert import expert_subgoal  # noqa: E402
 from agentic_rl.envs.alfworld.text_encoder import shared_encoder  # noqa: E402
 from agentic_rl.plan import build_planner  # noqa: E402
 from agentic_rl.plan.text_subgoals import subgoal_text  # noqa: E402
+from agentic_rl.train.evaluate import batch_of_one  # noqa: E402
 from agentic_rl.train.text_eval import text_model_folder  # noqa: E402
 
 
@@ -55,14 +55,11 @@ def play(env, learner, seed: int) -> tuple[bool, str, list[tuple[str, str]]]:
     (the expert's is "" where it pursues none)."""
     obs, info = env.reset(seed=seed)
     engine = env.env.unwrapped.engine
-    state, first, done, steps = None, True, False, []
+    state, done, steps = None, False, []
     while not done:
+        batch = {**batch_of_one(obs, info), "is_first": torch.tensor([not steps])}
         pursued = expert_subgoal(engine)
         steps.append((env.subgoal, subgoal_text(*pursued) if pursued else ""))
-        batch = {k: torch.as_tensor(np.asarray(v))[None] for k, v in obs.items()}
-        batch["action_mask"] = torch.as_tensor(info["action_mask"])[None]
-        batch["is_first"] = torch.tensor([first])
-        first = False
         action, state, _ = learner.act(batch, state, "deterministic")
         obs, _, terminated, truncated, info = env.step(int(action[0]))
         done = terminated or truncated

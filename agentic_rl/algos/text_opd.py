@@ -73,7 +73,8 @@ class TextOPD:
                                  subgoal=config.manager is not None,
                                  success_head=config.success_predictor > 0,
                                  object_match=config.object_match,
-                                 take_back=config.take_back).to(self.device)
+                                 take_back=config.take_back,
+                                 object_memory=config.object_memory).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr)
         # the learned Manager stays on the CPU: the envs' planner runs the same object
         self.manager = (LearnedManagerTrainer(manager, table, config.lr, config.manager.period,

@@ -129,11 +129,23 @@ class TextOPDConfig(BaseModel):
         False, description="a per-command feature: whether a take command takes back an "
         "object the agent itself moved there this episode ('take watch 1 from sidetable 1' "
         "after 'move watch 1 to sidetable 1'), which no ALFWorld task needs")
+    object_memory: bool = Field(
+        False, description="a per-command feature (needs take_back): whether a 'go to P' "
+        "command goes to a place the agent last saw holding an object the task names and "
+        "did not move there itself, from its own observations this episode (pick_two's "
+        "second object, a search after a wrong put)")
     manager: ManagerConfig | None = None
     success_predictor: float = Field(
         0.0, ge=0, description="with the learned Manager: weight of the Worker's intrinsic "
         "reward, the change in a learned prediction that the current subgoal is finished in "
         "its period (0: no predictor)")
+
+    @model_validator(mode="after")
+    def _memory_needs_take_back(self) -> "TextOPDConfig":
+        if self.object_memory and not self.take_back:
+            raise ValueError("object_memory is read above the take-back bit: set "
+                             "algorithm.take_back=true too")
+        return self
 
     @model_validator(mode="after")
     def _predictor_needs_learned_manager(self) -> "TextOPDConfig":

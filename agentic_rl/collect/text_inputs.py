@@ -19,6 +19,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from agentic_rl.data.object_memory import ObjectMemory, task_words
 from agentic_rl.data.text_table import TextTable, history_bucket, moved_there
 from agentic_rl.plan.text_subgoals import subgoal_text
 
@@ -65,6 +66,7 @@ class TextInputs(gym.Wrapper):
         self.subgoal_age, self.game, self.episode, self.labelled = 0, 0, 0, False
         self.commands: list[str] = []
         self.trajectory: list[tuple[str, str]] = []  # (command, feedback) with a planner
+        self.memory = ObjectMemory()
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self.game, self.episode, self.labelled = self.schedule.assign(self.slot, seed)
@@ -74,6 +76,7 @@ class TextInputs(gym.Wrapper):
         self.previous = self.subgoal = ""
         self.subgoal_age = 0
         self.trajectory = []
+        self.memory = ObjectMemory()
         return self._inputs(obs, info), self._info(info)
 
     def step(self, action):
@@ -105,11 +108,14 @@ class TextInputs(gym.Wrapper):
         n = len(self.commands)
         commands = np.zeros(self.width, np.int64)
         commands[:n] = ids[len(ROW_IDS):]
+        self.memory.update(self.previous, obs["observation"])
         history = np.zeros(self.width, np.int64)
         history[:n] = history_bucket(np.asarray([self.counts[c] for c in self.commands], np.int64),
                                      [bool(self.previous) and c == self.previous
                                       for c in self.commands],
-                                     [moved_there(c) in self.counts for c in self.commands])
+                                     [moved_there(c) in self.counts for c in self.commands],
+                                     self.memory.remembered(self.commands,
+                                                            task_words(obs["task"])))
         match = np.zeros(self.width, np.int64)
         match[:n] = self.table.match_buckets(int(out["task"]), int(out["observation"]),
                                              commands[:n])

@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from agentic_rl.data.object_memory import ObjectMemory, task_words
 from agentic_rl.data.text_table import TextTable, history_bucket, moved_there
 
 STEP_FIELDS = ("observation", "inventory", "previous_command", "action", "reward", "log_prob",
@@ -75,30 +76,38 @@ class TextEpisode:
 
     def history(self, texts: Sequence[str] | None = None) -> np.ndarray:
         """``[L, N]`` history buckets of every admissible command (:func:`history_buckets`;
-        the take-back bits need the table's ``texts``). Cached: collate reads it on every
-        imitation step."""
+        the take-back and remembered bits need the table's ``texts``). Cached: collate reads
+        it on every imitation step."""
         key = "_history" if texts is None else "_history_with_texts"
         if key not in self.__dict__:  # not a field: dataclasses.replace does not copy it
-            self.__dict__[key] = history_buckets(self.commands, self.previous_command, texts)
+            self.__dict__[key] = history_buckets(self.commands, self.previous_command, texts,
+                                                 self.observation, self.task)
         return self.__dict__[key]
 
 
 def history_buckets(commands: np.ndarray, previous_command: np.ndarray,
-                    texts: Sequence[str] | None = None) -> np.ndarray:
+                    texts: Sequence[str] | None = None, observation: np.ndarray | None = None,
+                    task: int = 0) -> np.ndarray:
     """How often each admissible command was issued before, whether it was the last one and
-    (with ``texts``) whether it takes back an object the agent moved there itself.
+    (with ``texts``) whether it takes back an object the agent moved there itself and (with
+    ``observation`` too) whether it goes to a place last seen holding a task object.
 
     Args:
         commands: ``[L, N]`` row ids (0 = padding).
         previous_command: ``[L]`` row id of the command issued at ``t - 1`` (0 at ``t = 0``).
-        texts: the text table's texts (None: no take-back bits).
+        texts: the text table's texts (None: neither of the last two bits).
+        observation: ``[L]`` row ids of what each step's previous command returned.
+        task: row id of the task text.
 
     Returns:
         int64 ``[L, N]``: ``min(count, 3) + 4 * (command == previous command) + 8 * takes
-        back``, where count is the number of earlier steps that issued that command.
+        back + 16 * remembered``, where count is the number of earlier steps that issued that
+        command (:func:`~agentic_rl.data.text_table.history_bucket`).
     """
     counts: dict[int, int] = {}
     issued_texts: set[str] = set()
+    memory = ObjectMemory() if texts is not None and observation is not None else None
+    words = task_words(texts[task]) if memory is not None else frozenset()
     out = np.zeros(commands.shape, np.int64)
     for t in range(commands.shape[0]):
         if t > 0:
@@ -109,7 +118,13 @@ def history_buckets(commands: np.ndarray, previous_command: np.ndarray,
         issued = np.fromiter((counts.get(int(c), 0) for c in row), np.int64, row.shape[0])
         back = ([moved_there(texts[int(c)]) in issued_texts for c in row] if issued_texts
                 else False)
-        out[t] = history_bucket(issued, (row == previous_command[t]) & (row != 0) & (t > 0), back)
+        remembered = False
+        if memory is not None:
+            memory.update(texts[int(previous_command[t])] if t > 0 else "",
+                          texts[int(observation[t])])
+            remembered = memory.remembered([texts[int(c)] for c in row], words)
+        out[t] = history_bucket(issued, (row == previous_command[t]) & (row != 0) & (t > 0),
+                                back, remembered)
     return out
 
 

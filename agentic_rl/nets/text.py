@@ -17,11 +17,12 @@ embeddings blur which object a command is about, and BC agents walked past the t
 
 from __future__ import annotations
 
-
 import torch
 from torch import nn
 
-from agentic_rl.data.text_table import HISTORY_BUCKETS, MATCH_BUCKETS, TAKE_BACK_BUCKETS
+from agentic_rl.data.text_table import (HISTORY_BUCKETS, MATCH_BUCKETS, MEMORY_BUCKETS,
+                                       TAKE_BACK_BUCKETS)
+
 
 def mlp(sizes: list[int]) -> nn.Sequential:
     """Linear layers with ReLU between them (none after the last)."""
@@ -48,12 +49,18 @@ class TextPolicy(nn.Module):
         take_back: read the take-back bit of the history buckets (``data.text_table``: the
             command takes back an object the agent moved there itself); else they are read
             modulo ``HISTORY_BUCKETS``.
+        object_memory: also read their remembered bit (the command goes to a place last seen
+            holding a task object: ``data.object_memory``); needs ``take_back``.
     """
 
     def __init__(self, embed_dim: int = 384, hidden: int = 256, memory: bool = True,
                  subgoal: bool = False, success_head: bool = False,
-                 object_match: bool = False, take_back: bool = False) -> None:
+                 object_match: bool = False, take_back: bool = False,
+                 object_memory: bool = False) -> None:
         super().__init__()
+        if object_memory and not take_back:
+            raise ValueError("object_memory reads the bit above the take-back bit: set "
+                             "take_back too")
         self.embed_dim, self.hidden, self.use_subgoal = embed_dim, hidden, subgoal
         self.step_in = mlp([3 * embed_dim, hidden])  # observation, inventory, previous command
         self.gru = nn.GRU(hidden, hidden, batch_first=True) if memory else None
@@ -61,7 +68,8 @@ class TextPolicy(nn.Module):
         self.state_mlp = mlp([state_in, hidden, hidden])
         self.command_mlp = mlp([embed_dim, hidden, hidden])
         # Per-slot features: a vector (dotted with the command) and a bias per bucket.
-        self.history_buckets = TAKE_BACK_BUCKETS if take_back else HISTORY_BUCKETS
+        self.history_buckets = (MEMORY_BUCKETS if object_memory else
+                                TAKE_BACK_BUCKETS if take_back else HISTORY_BUCKETS)
         self.history_embed = nn.Embedding(self.history_buckets, hidden + 1)
         self.match_embed = nn.Embedding(MATCH_BUCKETS, hidden + 1)
         self.object_embed = nn.Embedding(2, hidden + 1) if object_match else None

@@ -1,0 +1,63 @@
+"""Where the text agent has seen the task's objects: a memory built only from its own
+commands and the observations they returned, for the "remembered" bit of the history buckets
+(``data.text_table.history_bucket``).
+
+A place's contents are what the last "go to P" / "open P" showed ("On the sidetable 1, you see
+a alarmclock 2, a alarmclock 1, ..."); a take removes the object from its place; objects the
+agent moved itself do not count (a pick_two agent should not be sent back to the first object
+it already put down). A "go to P" command is flagged when P holds an object the task names.
+The GRU could in principle remember this, but a search that runs 30-50 steps (pick_two's second
+object, an object put on the wrong receptacle and searched for again) is where it forgets.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SEEN = re.compile(r"you see (.*)", re.IGNORECASE | re.DOTALL)
+_ITEM = re.compile(r"\ban? ([a-z]+ \d+)")
+_GO_OR_OPEN = re.compile(r"^(?:go to|open) (.+)$")
+_TAKE = re.compile(r"^take (.+) from (.+)$")
+_MOVE = re.compile(r"^move (.+) to (.+)$")
+_GO = re.compile(r"^go to (.+)$")
+
+
+def task_words(task: str) -> frozenset[str]:
+    """Lower-case words of the task text (object names are single words: "alarmclock")."""
+    return frozenset(re.findall("[a-z]+", task.lower()))
+
+
+class ObjectMemory:
+    """Per-episode memory of which objects were seen at which place.
+
+    Attributes:
+        contents: place -> object names ("alarmclock 1") last seen there and not taken since.
+        moved: objects the agent put down itself this episode.
+    """
+
+    def __init__(self) -> None:
+        self.contents: dict[str, set[str]] = {}
+        self.moved: set[str] = set()
+
+    def update(self, command: str, observation: str) -> None:
+        """Fold in one step: ``command`` issued, ``observation`` returned ("" command: the
+        episode's first observation, which names the places, not their contents)."""
+        if found := _GO_OR_OPEN.match(command):
+            seen = _SEEN.search(observation)
+            if seen:
+                self.contents[found[1]] = set(_ITEM.findall(seen[1]))
+        elif found := _TAKE.match(command):
+            self.contents.get(found[2], set()).discard(found[1])
+        elif found := _MOVE.match(command):
+            self.moved.add(found[1])
+
+    def remembered(self, commands: list[str], words: frozenset[str]) -> list[bool]:
+        """Per command: is it "go to P" for a place P last seen holding an object named by
+        one of ``words`` (:func:`task_words`) that the agent did not move there itself."""
+        out = []
+        for command in commands:
+            found = _GO.match(command)
+            items = self.contents.get(found[1], ()) if found else ()
+            out.append(any(item.split()[0] in words and item not in self.moved
+                           for item in items))
+        return out

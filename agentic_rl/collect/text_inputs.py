@@ -19,7 +19,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from agentic_rl.data.object_memory import ObjectMemory, task_words
+from agentic_rl.data.object_memory import ObjectMemory
 from agentic_rl.data.text_table import TextTable, history_bucket, moved_there
 from agentic_rl.plan.text_subgoals import subgoal_text
 
@@ -66,7 +66,7 @@ class TextInputs(gym.Wrapper):
         self.subgoal_age, self.game, self.episode, self.labelled = 0, 0, 0, False
         self.commands: list[str] = []
         self.trajectory: list[tuple[str, str]] = []  # (command, feedback) with a planner
-        self.memory = ObjectMemory()
+        self.memory = ObjectMemory("")
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self.game, self.episode, self.labelled = self.schedule.assign(self.slot, seed)
@@ -76,7 +76,7 @@ class TextInputs(gym.Wrapper):
         self.previous = self.subgoal = ""
         self.subgoal_age = 0
         self.trajectory = []
-        self.memory = ObjectMemory()
+        self.memory = ObjectMemory(obs["task"])
         return self._inputs(obs, info), self._info(info)
 
     def step(self, action):
@@ -114,8 +114,7 @@ class TextInputs(gym.Wrapper):
                                      [bool(self.previous) and c == self.previous
                                       for c in self.commands],
                                      [moved_there(c) in self.counts for c in self.commands],
-                                     self.memory.remembered(self.commands,
-                                                            task_words(obs["task"])))
+                                     self.memory.remembered(self.commands))
         match = np.zeros(self.width, np.int64)
         match[:n] = self.table.match_buckets(int(out["task"]), int(out["observation"]),
                                              commands[:n])

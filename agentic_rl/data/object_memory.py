@@ -3,9 +3,11 @@ commands and the observations they returned, for the "remembered" bit of the his
 (``data.text_table.history_bucket``).
 
 A place's contents are what the last "go to P" / "open P" showed ("On the sidetable 1, you see
-a alarmclock 2, a alarmclock 1, ..."); a take removes the object from its place; objects the
-agent moved itself do not count (a pick_two agent should not be sent back to the first object
-it already put down). A "go to P" command is flagged when P holds an object the task names.
+a alarmclock 2, a alarmclock 1, ..."); a take removes the object from its place and a move puts
+it there. Objects the agent itself moved to a place the task names do not count (a pick_two
+agent should not be sent back to the first object it already put down); one it put down
+anywhere else does (it has to fetch it again). A "go to P" command is flagged when P holds an
+object the task names.
 The GRU could in principle remember this, but a search that runs 30-50 steps (pick_two's second
 object, an object put on the wrong receptacle and searched for again) is where it forgets.
 """
@@ -30,14 +32,19 @@ def task_words(task: str) -> frozenset[str]:
 class ObjectMemory:
     """Per-episode memory of which objects were seen at which place.
 
+    Args:
+        task: the task text; its words (:func:`task_words`) say which objects and places count.
+
     Attributes:
-        contents: place -> object names ("alarmclock 1") last seen there and not taken since.
-        moved: objects the agent put down itself this episode.
+        contents: place -> object names ("alarmclock 1") last seen or put there and not taken
+            since.
+        delivered: objects the agent itself moved to a place the task names.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, task: str) -> None:
+        self.words = task_words(task)
         self.contents: dict[str, set[str]] = {}
-        self.moved: set[str] = set()
+        self.delivered: set[str] = set()
 
     def update(self, command: str, observation: str) -> None:
         """Fold in one step: ``command`` issued, ``observation`` returned ("" command: the
@@ -49,15 +56,17 @@ class ObjectMemory:
         elif found := _TAKE.match(command):
             self.contents.get(found[2], set()).discard(found[1])
         elif found := _MOVE.match(command):
-            self.moved.add(found[1])
+            self.contents.setdefault(found[2], set()).add(found[1])
+            if found[2].split()[0] in self.words:
+                self.delivered.add(found[1])
 
-    def remembered(self, commands: list[str], words: frozenset[str]) -> list[bool]:
-        """Per command: is it "go to P" for a place P last seen holding an object named by
-        one of ``words`` (:func:`task_words`) that the agent did not move there itself."""
+    def remembered(self, commands: list[str]) -> list[bool]:
+        """Per command: is it "go to P" for a place P last known to hold an object the task
+        names that the agent has not delivered to a place the task names."""
         out = []
         for command in commands:
             found = _GO.match(command)
             items = self.contents.get(found[1], ()) if found else ()
-            out.append(any(item.split()[0] in words and item not in self.moved
+            out.append(any(item.split()[0] in self.words and item not in self.delivered
                            for item in items))
         return out

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from agentic_rl.data.object_memory import ObjectMemory, task_words
+from agentic_rl.data.object_memory import ObjectMemory
 from agentic_rl.data.text_table import TextTable, history_bucket, moved_there
 
 STEP_FIELDS = ("observation", "inventory", "previous_command", "action", "reward", "log_prob",
@@ -106,8 +106,7 @@ def history_buckets(commands: np.ndarray, previous_command: np.ndarray,
     """
     counts: dict[int, int] = {}
     issued_texts: set[str] = set()
-    memory = ObjectMemory() if texts is not None and observation is not None else None
-    words = task_words(texts[task]) if memory is not None else frozenset()
+    memory = None if texts is None or observation is None else ObjectMemory(texts[task])
     out = np.zeros(commands.shape, np.int64)
     for t in range(commands.shape[0]):
         if t > 0:
@@ -122,7 +121,7 @@ def history_buckets(commands: np.ndarray, previous_command: np.ndarray,
         if memory is not None:
             memory.update(texts[int(previous_command[t])] if t > 0 else "",
                           texts[int(observation[t])])
-            remembered = memory.remembered([texts[int(c)] for c in row], words)
+            remembered = memory.remembered([texts[int(c)] for c in row])
         out[t] = history_bucket(issued, (row == previous_command[t]) & (row != 0) & (t > 0),
                                 back, remembered)
     return out

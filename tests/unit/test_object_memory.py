@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from agentic_rl.algos.text_opd_config import TextOPDConfig
-from agentic_rl.data.object_memory import ObjectMemory, task_words
+from agentic_rl.data.object_memory import ObjectMemory
 from agentic_rl.data.text_episodes import history_buckets
 from agentic_rl.data.text_table import TAKE_BACK_BUCKETS, TextTable
 from agentic_rl.nets.text import TextPolicy
@@ -18,36 +18,43 @@ from agentic_rl.nets.text import TextPolicy
 SIDETABLE = ("You arrive at sidetable 1. On the sidetable 1, you see a alarmclock 2, "
              "a alarmclock 1, a desklamp 1, and a pen 3.")
 GOES = ["go to sidetable 1", "go to desk 1", "go to drawer 1"]
-WORDS = task_words("Your task is to: put two alarmclock in desk.")
+TASK = "Your task is to: put two alarmclock in desk."
 
 
-def test_a_place_is_flagged_while_it_holds_a_task_object_the_agent_did_not_move():
-    memory = ObjectMemory()
+def test_a_place_is_flagged_while_it_holds_a_task_object_not_yet_delivered():
+    memory = ObjectMemory(TASK)
     memory.update("", "Looking quickly around you, you see a desk 1, and a sidetable 1.")
-    assert memory.remembered(GOES, WORDS) == [False, False, False]  # no contents yet
+    assert memory.remembered(GOES) == [False, False, False]  # no contents yet
     memory.update("go to sidetable 1", SIDETABLE)
     assert memory.contents["sidetable 1"] == {"alarmclock 2", "alarmclock 1", "desklamp 1",
                                               "pen 3"}
-    assert memory.remembered(GOES, WORDS) == [True, False, False]
-    assert memory.remembered(["take alarmclock 2 from sidetable 1"], WORDS) == [False]
+    assert memory.remembered(GOES) == [True, False, False]
+    assert memory.remembered(["take alarmclock 2 from sidetable 1"]) == [False]
     memory.update("take alarmclock 2 from sidetable 1", "You pick up the alarmclock 2 ...")
-    assert memory.remembered(GOES, WORDS) == [True, False, False]  # alarmclock 1 is left
+    assert memory.remembered(GOES) == [True, False, False]  # alarmclock 1 is left
     memory.update("go to desk 1", "You arrive at desk 1. On the desk 1, you see a cd 3.")
     memory.update("move alarmclock 2 to desk 1", "You move the alarmclock 2 to the desk 1.")
-    memory.update("go to desk 1", "You arrive at desk 1. On the desk 1, you see a alarmclock "
-                  "2, and a cd 3.")
-    # the desk holds only the alarmclock the agent put there itself
-    assert memory.remembered(GOES, WORDS) == [True, False, False]
+    # the desk holds only the alarmclock the agent delivered there (the task names the desk)
+    assert memory.remembered(GOES) == [True, False, False]
     memory.update("take alarmclock 1 from sidetable 1", "You pick up the alarmclock 1 ...")
-    assert memory.remembered(GOES, WORDS) == [False, False, False]
-    # a closed drawer shows nothing and keeps what was known; an opened one replaces it
+    assert memory.remembered(GOES) == [False, False, False]
+    # put down where the task does not want it, it has to be fetched again
     memory.update("go to drawer 1", "You arrive at drawer 1. The drawer 1 is closed.")
-    assert "drawer 1" not in memory.contents
+    memory.update("move alarmclock 1 to drawer 1", "You move the alarmclock 1 to the drawer 1.")
+    assert memory.remembered(GOES) == [False, False, True]
+    memory.update("take alarmclock 1 from drawer 1", "You pick up the alarmclock 1 ...")
+    assert memory.remembered(GOES) == [False, False, False]
+    # a closed receptacle shows nothing and keeps what was known; an opened one replaces it
+    memory.update("go to drawer 1", "You arrive at drawer 1. The drawer 1 is closed.")
     memory.update("open drawer 1", "You open the drawer 1. The drawer 1 is open. In it, you "
                   "see a alarmclock 3.")
-    assert memory.remembered(GOES, WORDS) == [False, False, True]
-    assert memory.remembered(GOES, task_words("put a pen in desk.")) == [True, False, False]
-    assert memory.remembered(GOES, task_words("put a book in desk.")) == [False, False, False]
+    assert memory.contents["drawer 1"] == {"alarmclock 3"}
+    assert memory.remembered(GOES) == [False, False, True]
+    for task, flags in (("put a pen in desk.", [True, False, False]),
+                        ("put a book in desk.", [False, False, False])):
+        other = ObjectMemory(task)
+        other.update("go to sidetable 1", SIDETABLE)
+        assert other.remembered(GOES) == flags
 
 
 class _ScriptedRoom(gym.Env):

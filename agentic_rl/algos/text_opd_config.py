@@ -131,9 +131,9 @@ class TextOPDConfig(BaseModel):
         "after 'move watch 1 to sidetable 1'), which no ALFWorld task needs")
     object_memory: bool = Field(
         False, description="a per-command feature (needs take_back): whether a 'go to P' "
-        "command goes to a place the agent last saw holding an object the task names and "
-        "did not move there itself, from its own observations this episode (pick_two's "
-        "second object, a search after a wrong put)")
+        "command goes to a place the agent last saw holding an object the task names that it "
+        "has not delivered to a place the task names, from its own observations this episode "
+        "(pick_two's second object, a search after a wrong put)")
     manager: ManagerConfig | None = None
     success_predictor: float = Field(
         0.0, ge=0, description="with the learned Manager: weight of the Worker's intrinsic "

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import re
 
+from agentic_rl.data.text_table import TAKE
+
 _SEEN = re.compile(r"you see (.*)", re.IGNORECASE | re.DOTALL)
 _ITEM = re.compile(r"\ban? ([a-z]+ \d+)")
 _GO_OR_OPEN = re.compile(r"^(?:go to|open) (.+)$")
-_TAKE = re.compile(r"^take (.+) from (.+)$")
 _MOVE = re.compile(r"^move (.+) to (.+)$")
 _GO = re.compile(r"^go to (.+)$")
 
@@ -53,7 +54,7 @@ class ObjectMemory:
             seen = _SEEN.search(observation)
             if seen:
                 self.contents[found[1]] = set(_ITEM.findall(seen[1]))
-        elif found := _TAKE.match(command):
+        elif found := TAKE.match(command):
             self.contents.get(found[2], set()).discard(found[1])
         elif found := _MOVE.match(command):
             self.contents.setdefault(found[2], set()).add(found[1])

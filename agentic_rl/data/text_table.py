@@ -23,6 +23,7 @@ MATCH_BUCKETS = 2 * OVERLAP_BUCKETS  # x (all its object words are in the last o
 FUNCTION_WORDS = frozenset(
     "a an the some to from in on with it its is are at of and or then you your see into "
     "under two".split())
+TAKE = re.compile(r"^take (.+) from (.+)$")  # groups: the object, the place
 # Task adjectives to the command verbs they call for ("put a hot mug ..." needs "heat mug ...").
 WORD_FORMS = {"hot": "heat", "heated": "heat", "cold": "cool", "cooled": "cool",
               "cleaned": "clean"}
@@ -44,7 +45,7 @@ def history_bucket(issued: np.ndarray, is_previous: np.ndarray, takes_back=False
 def moved_there(command: str) -> str | None:
     """The move a take command undoes: ``take watch 1 from sidetable 1`` -> ``move watch 1 to
     sidetable 1`` (None for any other command)."""
-    found = re.match(r"^take (.+) from (.+)$", command)
+    found = TAKE.match(command)
     return f"move {found[1]} to {found[2]}" if found else None
 
 

@@ -4,7 +4,6 @@ config switch."""
 
 from __future__ import annotations
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -12,8 +11,9 @@ import torch
 from agentic_rl.algos.text_opd_config import TextOPDConfig
 from agentic_rl.data.object_memory import ObjectMemory
 from agentic_rl.data.text_episodes import history_buckets
-from agentic_rl.data.text_table import TAKE_BACK_BUCKETS, TextTable
+from agentic_rl.data.text_table import TAKE_BACK_BUCKETS
 from agentic_rl.nets.text import TextPolicy
+from tests.unit.scripted_text import ScriptedTextEnv, collected_steps
 
 SIDETABLE = ("You arrive at sidetable 1. On the sidetable 1, you see a alarmclock 2, "
              "a alarmclock 1, a desklamp 1, and a pen 3.")
@@ -57,46 +57,16 @@ def test_a_place_is_flagged_while_it_holds_a_task_object_not_yet_delivered():
         assert other.remembered(GOES) == flags
 
 
-class _ScriptedRoom(gym.Env):
-    """A sidetable with two alarm clocks and a desk; observations follow the commands."""
-
-    COMMANDS = ["go to sidetable 1", "take alarmclock 1 from sidetable 1", "go to desk 1",
-                "move alarmclock 1 to desk 1"]
-    REPLIES = [SIDETABLE, "You pick up the alarmclock 1 from the sidetable 1.",
-               "You arrive at desk 1. On the desk 1, you see a cd 3.",
-               "You move the alarmclock 1 to the desk 1."]
-    observation_space, action_space = gym.spaces.Dict({}), gym.spaces.Discrete(4)
-
-    def reset(self, *, seed=None, options=None):
-        return self._obs("You are in a room."), {"admissible_commands": self.COMMANDS}
-
-    def step(self, action):
-        return (self._obs(self.REPLIES[action]), 0.0, False, False,
-                {"admissible_commands": self.COMMANDS})
-
-    @staticmethod
-    def _obs(text):
-        return {"task": "put two alarmclock in desk.", "observation": text,
-                "inventory": "You carry nothing."}
-
-
 def test_the_collector_and_the_stored_episode_give_the_same_remembered_bits():
-    from agentic_rl.collect.game_schedule import SeedSchedule
-    from agentic_rl.collect.text_inputs import TextInputs
-
-    class _Zeros:
-        dim = 4
-
-        def encode(self, texts):
-            return np.zeros((len(texts), 4), np.float32)
-
-    table = TextTable(_Zeros())
-    env = TextInputs(_ScriptedRoom(), table, SeedSchedule([0], 0), max_commands=4)
-    obs, _ = env.reset(seed=0)
-    steps = [obs]
-    for action in (0, 1, 2, 3):
-        obs, *_ = env.step(action)
-        steps.append(obs)
+    """A sidetable with two alarm clocks and a desk; replies follow the commands."""
+    env = ScriptedTextEnv(
+        "put two alarmclock in desk.",
+        ["go to sidetable 1", "take alarmclock 1 from sidetable 1", "go to desk 1",
+         "move alarmclock 1 to desk 1"],
+        [SIDETABLE, "You pick up the alarmclock 1 from the sidetable 1.",
+         "You arrive at desk 1. On the desk 1, you see a cd 3.",
+         "You move the alarmclock 1 to the desk 1."])
+    table, steps = collected_steps(env, (0, 1, 2, 3))
     online = np.stack([s["history"] for s in steps])
     # after "go to sidetable 1": it is flagged (16) and was the previous command (4 + 1)
     assert online[1].tolist() == [16 + 4 + 1, 0, 0, 0]

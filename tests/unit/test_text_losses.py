@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -25,6 +24,7 @@ from agentic_rl.data.text_episodes import (
     discounted_returns,
     history_buckets,
 )
+from tests.unit.scripted_text import ScriptedTextEnv, collected_steps
 
 
 def test_command_cross_entropy_by_hand():
@@ -96,48 +96,17 @@ def test_history_buckets_count_earlier_commands_and_flag_the_previous_one():
                                   [[0, 0, 0], [1 + 4, 0, 0], [0, 2 + 4, 0]])
 
 
-class _ScriptedTextEnv(gym.Env):
-    """Three steps in one room, the same admissible commands each time."""
-
-    COMMANDS = ["take watch 1 from dresser 1", "move watch 1 to sidetable 1",
-                "take watch 1 from sidetable 1", "go to dresser 1"]
-    observation_space, action_space = gym.spaces.Dict({}), gym.spaces.Discrete(4)
-
-    def reset(self, *, seed=None, options=None):
-        return self._obs("You are in a room."), {"admissible_commands": self.COMMANDS}
-
-    def step(self, action):
-        return (self._obs(f"You did {self.COMMANDS[action]}."), 0.0, False, False,
-                {"admissible_commands": self.COMMANDS})
-
-    @staticmethod
-    def _obs(text):
-        return {"task": "put two watch in sidetable.", "observation": text,
-                "inventory": "You carry nothing."}
-
-
 def test_take_back_bits_online_and_from_stored_episodes_agree():
     """The collector's buckets (``TextInputs``) and the learner's (``history_buckets`` over
     the stored row ids and the table's texts) flag the take that undoes the agent's move."""
-    from agentic_rl.collect.game_schedule import SeedSchedule
-    from agentic_rl.collect.text_inputs import TextInputs
-
-    class _Zeros:
-        dim = 4
-
-        def encode(self, texts):
-            return np.zeros((len(texts), 4), np.float32)
-
-    table = TextTable(_Zeros())
-    env = TextInputs(_ScriptedTextEnv(), table, SeedSchedule([0], 0), max_commands=4)
-    obs, _ = env.reset(seed=0)
-    rows, previous = [obs["commands"]], [obs["previous_command"]]
-    online = [obs["history"]]
-    for action in (0, 1):  # take the watch from the dresser, move it to the sidetable
-        obs, *_ = env.step(action)
-        rows.append(obs["commands"])
-        previous.append(obs["previous_command"])
-        online.append(obs["history"])
+    env = ScriptedTextEnv("put two watch in sidetable.",
+                          ["take watch 1 from dresser 1", "move watch 1 to sidetable 1",
+                           "take watch 1 from sidetable 1", "go to dresser 1"])
+    # take the watch from the dresser, move it to the sidetable
+    table, steps = collected_steps(env, (0, 1))
+    rows = [s["commands"] for s in steps]
+    previous = [s["previous_command"] for s in steps]
+    online = [s["history"] for s in steps]
     # after the move: "take watch 1 from sidetable 1" takes it back (8); the first take was
     # issued once (1); the move was the previous command (4 + 1)
     np.testing.assert_array_equal(online[2], [1, 4 + 1, 8, 0])

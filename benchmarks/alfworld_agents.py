@@ -21,6 +21,10 @@ with their own imitation phase, DAgger rounds included in ``--rl-steps``):
     python benchmarks/alfworld_agents.py --demos data/alfworld_demos_train.npz \
         --valid ../shared/alfworld/valid_seen_slim.tar.xz --rl-steps 20000 --workers 2 \
         --json bench_out/alfworld_agents.json
+
+Runs split over processes (one variant and seed each, two at a time) are put back together,
+mean +- std over seeds and the Manager's share of the no-Manager-to-oracle gap, with
+``--merge A.json B.json ... --json all.json`` (nothing is trained or evaluated).
 """
 
 from __future__ import annotations
@@ -106,7 +110,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="extra config overrides for every variant")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                        help="only merge the JSON files of earlier runs of this script")
     args = parser.parse_args(argv)
+    if args.merge:
+        payload = merge_payloads([json.loads(Path(f).read_text()) for f in args.merge])
+        print(results_table(payload["results"]))
+        if payload["gap"]:
+            print(gap_text(payload["gap"]))
+        write_json(args.json, payload)
+        return payload
 
     start = time.time()
     seeds = list(range(args.seed, args.seed + args.seeds))
@@ -142,7 +155,8 @@ def main(argv: list[str] | None = None) -> dict:
     runs = {key: {"valid_seen": report, "env_steps": summaries[key]["env_steps"],
                   "train_wall_seconds": summaries[key]["wall_seconds"],
                   "best_holdout_success": summaries[key]["best_success_rate"],
-                  "oracle": report["oracle"]} for key, report in zip(keys, reports)}
+                  "oracle": report["oracle"], "seed": key[1]}
+            for key, report in zip(keys, reports)}
     results = summarise(runs, args.variants, seeds)
     print(results_table(results))
     payload = {"rl_steps": args.rl_steps, "seeds": seeds, "results": results,
@@ -170,6 +184,54 @@ def summarise(runs: dict, variants: list[str], seeds: list[int]) -> dict:
     return results
 
 
+def merge_payloads(payloads: list[dict]) -> dict:
+    """The JSON of several runs of this script as one: each (variant, seed) once, summarised
+    over all seeds, with the gap the learned Manager closes (``gap``, None without the three
+    rows it needs)."""
+    runs, variants = {}, []
+    for payload in payloads:
+        if payload.get("rl_steps") != payloads[0].get("rl_steps"):
+            raise ValueError("cannot merge runs of different --rl-steps "
+                             f"({payload.get('rl_steps')} and {payloads[0].get('rl_steps')})")
+        for name, result in payload["results"].items():
+            seeds = [run.get("seed") for run in result["per_seed"]]
+            if None in seeds:  # files written before runs named their seed
+                if len(result["per_seed"]) != len(payload["seeds"]):
+                    raise ValueError(f"{name}: cannot tell which seed each run is")
+                seeds = payload["seeds"]
+            for seed, run in zip(seeds, result["per_seed"]):
+                if (name, seed) in runs:
+                    raise ValueError(f"{name} seed {seed} is in two of the files")
+                runs[name, seed] = run | {"seed": seed}
+            variants += [name] if name not in variants else []
+    seeds = sorted({seed for _, seed in runs})
+    results = summarise(runs, variants, seeds)
+    return {"rl_steps": payloads[0].get("rl_steps"), "seeds": seeds, "results": results,
+            "gap": gap_closed(results)}
+
+
+def gap_closed(results: dict) -> dict | None:
+    """The share of the gap between the agent without a Manager and the oracle planner that the
+    learned Manager closes, on the means over seeds, and the Manager's lead per common seed."""
+    if not {"no_manager", "manager", "hgpo_oracle"} <= set(results):
+        return None
+    low, high = results["no_manager"]["success_mean"], results["hgpo_oracle"]["success_mean"]
+    mine = results["manager"]["success_mean"]
+    by_seed = {name: {run["seed"]: run["valid_seen"]["success_rate"]
+                      for run in results[name]["per_seed"]} for name in ("no_manager", "manager")}
+    common = sorted(set(by_seed["manager"]) & set(by_seed["no_manager"]))
+    return {"gap": high - low, "closed": mine - low,
+            "share": (mine - low) / (high - low) if high != low else float("nan"),
+            "lead_per_seed": {seed: by_seed["manager"][seed] - by_seed["no_manager"][seed]
+                              for seed in common}}
+
+
+def gap_text(gap: dict) -> str:
+    leads = ", ".join(f"seed {seed}: {lead:+.3f}" for seed, lead in gap["lead_per_seed"].items())
+    return (f"learned Manager closes {gap['closed']:.3f} of the {gap['gap']:.3f} gap from no "
+            f"Manager to the oracle planner: {gap['share']:.0%} (lead over no Manager, {leads})")
+
+
 def results_table(results: dict) -> str:
     """Markdown: one row per variant, success mean +- std over seeds and per task type."""
     types = sorted({t for r in results.values() for t in r["per_task_type"]})
@@ -181,10 +243,11 @@ def results_table(results: dict) -> str:
                      ", ".join(f"{s['valid_seen']['success_rate']:.3f}" for s in seeds),
                      *[f"{r['per_task_type'][t]:.2f}" for t in types],
                      f"{r['mean_steps']:.1f}", seeds[0]["env_steps"],
-                     f"{np.mean([s['train_wall_seconds'] for s in seeds]):.0f}"])
+                     f"{np.mean([s['train_wall_seconds'] for s in seeds]):.0f}",
+                     ", ".join(f"{s['best_holdout_success']:.2f}" for s in seeds)])
     return markdown_table(["variant", "valid_seen", "per seed",
                            *[t.replace("_then_place_in_recep", "") for t in types],
-                           "mean steps", "env steps", "train s"], rows)
+                           "mean steps", "env steps", "train s", "held-out best"], rows)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import markdown_table, write_json  # noqa: E402
+from common import machine_facts, markdown_table, write_json  # noqa: E402
 
 LEARNED_MANAGER = ["algorithm.manager.planner=learned", "algorithm.manager.period=10"]
 VARIANTS: dict[str, list[str]] = {
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> dict:
     runs = {key: {"valid_seen": report, "env_steps": summaries[key]["env_steps"],
                   "train_wall_seconds": summaries[key]["wall_seconds"],
                   "best_holdout_success": summaries[key]["best_success_rate"],
-                  "oracle": report["oracle"], "seed": key[1]}
+                  "oracle": report["oracle"], "seed": key[1], "machine": machine_facts()}
             for key, report in zip(keys, reports)}
     results = summarise(runs, args.variants, seeds)
     print(results_table(results))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 from pathlib import Path
 
 
@@ -10,6 +11,24 @@ def write_json(path: str | None, payload: dict) -> None:
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(json.dumps(payload, indent=2))
+
+
+def machine_facts() -> dict:
+    """What a result may depend on beyond the code: training that is bit-exact on one machine
+    rounds differently where the CPU's vector units (and so the kernels torch picks) differ."""
+    import torch
+
+    cpu, flags = "", ""
+    cpuinfo = Path("/proc/cpuinfo")
+    for line in cpuinfo.read_text().splitlines() if cpuinfo.exists() else []:
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and not cpu:
+            cpu = value.strip()
+        elif key.strip() == "flags" and not flags:
+            flags = value
+    return {"cpu": cpu or platform.processor() or platform.machine(),
+            "avx512": "avx512f" in flags.split(), "torch": torch.__version__,
+            "python": platform.python_version()}
 
 
 def markdown_table(header: list[str], rows: list[list[object]]) -> str:

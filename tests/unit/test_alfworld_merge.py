@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 
 import pytest
 
@@ -61,3 +62,14 @@ def test_merge_refuses_a_run_twice_and_mixed_budgets(tmp_path):
     with pytest.raises(ValueError, match="rl-steps"):
         agents.merge_payloads([_payload("manager", 0, 0.9, 0.8), other])
     assert agents.merge_payloads([_payload("manager", 0, 0.9, 0.8)])["gap"] is None
+
+
+def test_machine_facts_name_the_cpu_and_torch():
+    import torch
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from common import machine_facts
+
+    facts = machine_facts()
+    assert facts["torch"] == torch.__version__ and facts["cpu"]
+    assert isinstance(facts["avx512"], bool)

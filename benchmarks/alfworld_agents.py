@@ -152,10 +152,11 @@ def main(argv: list[str] | None = None) -> dict:
         reports = pool.map(evaluate_variant, [
             (key[0], bases[key[1]] if key[0] == "imitation" else folders[key], args.valid)
             for key in keys])
+    machine = machine_facts()
     runs = {key: {"valid_seen": report, "env_steps": summaries[key]["env_steps"],
                   "train_wall_seconds": summaries[key]["wall_seconds"],
                   "best_holdout_success": summaries[key]["best_success_rate"],
-                  "oracle": report["oracle"], "seed": key[1], "machine": machine_facts()}
+                  "oracle": report["oracle"], "seed": key[1], "machine": machine}
             for key, report in zip(keys, reports)}
     results = summarise(runs, args.variants, seeds)
     print(results_table(results))

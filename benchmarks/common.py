@@ -18,17 +18,13 @@ def machine_facts() -> dict:
     rounds differently where the CPU's vector units (and so the kernels torch picks) differ."""
     import torch
 
-    cpu, flags = "", ""
     cpuinfo = Path("/proc/cpuinfo")
-    for line in cpuinfo.read_text().splitlines() if cpuinfo.exists() else []:
-        key, _, value = line.partition(":")
-        if key.strip() == "model name" and not cpu:
-            cpu = value.strip()
-        elif key.strip() == "flags" and not flags:
-            flags = value
-    return {"cpu": cpu or platform.processor() or platform.machine(),
-            "avx512": "avx512f" in flags.split(), "torch": torch.__version__,
-            "python": platform.python_version()}
+    names = [line.partition(":")[2].strip() for line in
+             (cpuinfo.read_text().splitlines() if cpuinfo.exists() else [])
+             if line.startswith("model name")]
+    return {"cpu": names[0] if names else platform.processor() or platform.machine(),
+            "avx512": torch.backends.cpu.get_cpu_capability().startswith("AVX512"),
+            "torch": torch.__version__, "python": platform.python_version()}
 
 
 def markdown_table(header: list[str], rows: list[list[object]]) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 
 import pytest
 
@@ -67,9 +66,6 @@ def test_merge_refuses_a_run_twice_and_mixed_budgets(tmp_path):
 def test_machine_facts_name_the_cpu_and_torch():
     import torch
 
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from common import machine_facts
-
-    facts = machine_facts()
+    facts = _agents().machine_facts()
     assert facts["torch"] == torch.__version__ and facts["cpu"]
     assert isinstance(facts["avx512"], bool)

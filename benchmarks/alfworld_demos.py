@@ -70,11 +70,11 @@ def games_of(base: dict, task_types: list[str], exclude: list[str]) -> dict:
     """Env arguments over the split's games of ``task_types`` less those demonstrated in the
     ``exclude`` files (run_episodes then draws its seeded subset from what is left)."""
     from agentic_rl.collect.text_envs import demo_games
-    from agentic_rl.envs.alfworld.data import list_games
+    from agentic_rl.envs.alfworld.data import game_key, list_games
 
     done = demo_games(exclude)
     games = [str(g) for g in list_games(base["split"], base["data_path"], task_types)]
-    left = [g for g in games if g not in done]
+    left = [g for g in games if game_key(g) not in done]
     if not left:
         raise SystemExit(f"every game of {task_types} is in {exclude}")
     return {**base, "task_types": task_types, "games": left}

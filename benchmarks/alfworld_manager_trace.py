@@ -29,7 +29,7 @@ from agentic_rl.collect.text_envs import demo_games, text_env  # noqa: E402
 from agentic_rl.config import read_config, validate_config  # noqa: E402
 from agentic_rl.data.checkpoint import load_learner  # noqa: E402
 from agentic_rl.data.text_table import TextTable  # noqa: E402
-from agentic_rl.envs.alfworld.data import TASK_TYPES, list_games  # noqa: E402
+from agentic_rl.envs.alfworld.data import TASK_TYPES, game_key, list_games  # noqa: E402
 from agentic_rl.envs.alfworld.expert import expert_subgoal  # noqa: E402
 from agentic_rl.envs.alfworld.text_encoder import shared_encoder  # noqa: E402
 from agentic_rl.plan import build_planner  # noqa: E402
@@ -45,7 +45,7 @@ def undemonstrated_games(config, types: list[str], count: int) -> list[str]:
     games = []
     for task_type in types:
         free = [str(g) for g in list_games("train", kwargs.get("data_path"), [task_type])
-                if str(g) not in used]
+                if game_key(g) not in used]
         games += free[-count:]
     return games
 

@@ -38,7 +38,10 @@ class TextVectorEnv(LeanSyncVectorEnv):
 
 
 def demo_games(paths: str | list[str] | None) -> set[str]:
-    """Game files of the successful episodes in ALFWorld demonstration files."""
+    """Games (:func:`~agentic_rl.envs.alfworld.data.game_key`) of the successful episodes in
+    ALFWorld demonstration files."""
+    from agentic_rl.envs.alfworld.data import game_key
+
     games: set[str] = set()
     for path in [paths] if isinstance(paths, str) else (paths or []):
         if not Path(path).is_file():
@@ -48,20 +51,21 @@ def demo_games(paths: str | list[str] | None) -> set[str]:
                 "--env agentic_rl/ALFWorld-v0`)")
         with np.load(path) as archive:
             success = archive["episode_success"].astype(bool)
-            games |= {str(g) for g in archive["gamefile"][success]}
+            games |= {game_key(g) for g in archive["gamefile"][success]}
     return games
 
 
 def split_games(env_kwargs: dict[str, Any], holdout: int, seed: int,
                 demonstrated: set[str]) -> tuple[list[str], list[int], list[int]]:
     """All games of the configured split, the indices to train on, and the held-out indices
-    (a seeded choice among games without demonstrations)."""
-    from agentic_rl.envs.alfworld.data import list_games
+    (a seeded choice among games without demonstrations; ``demonstrated``: their
+    :func:`~agentic_rl.envs.alfworld.data.game_key`)."""
+    from agentic_rl.envs.alfworld.data import game_key, list_games
 
     games = [str(g) for g in list_games(env_kwargs.get("split", "train"),
                                         env_kwargs.get("data_path"), env_kwargs.get("task_types"))]
     rng = np.random.default_rng(seed)
-    free = [i for i, g in enumerate(games) if g not in demonstrated]
+    free = [i for i, g in enumerate(games) if game_key(g) not in demonstrated]
     count = min(holdout, len(free))
     held = sorted(int(i) for i in rng.choice(free, count, replace=False)) if count else []
     if not held:

@@ -362,3 +362,24 @@ def test_processes_that_first_use_a_pack_together_get_the_same_games(tmp_path: P
     with multiprocessing.get_context("spawn").Pool(3) as pool:
         lists = pool.map(_list_games_in, [str(tmp_path)] * 3)
     assert len(lists[0]) == 140 and lists[0] == lists[1] == lists[2]
+
+
+def test_demonstrated_games_are_known_wherever_the_pack_was_unpacked(generated: Path,
+                                                                     tmp_path: Path) -> None:
+    """A slim pack is unpacked into a folder named after its path and mtime, which change when
+    the data folder is provisioned again: demonstrations recorded then must still keep their
+    games out of the held-out ones."""
+    from agentic_rl.collect.text_envs import demo_games, split_games
+    from agentic_rl.envs.alfworld.data import game_key
+
+    games = list_games(data_path=generated)
+    assert game_key(games[0]) == "/".join(games[0].parts[-4:-1])
+    elsewhere = [Path("/old/cache/train_slim-0123456789", *g.parts[-4:]) for g in games]
+    assert [game_key(g) for g in elsewhere] == [game_key(g) for g in games]
+    np.savez(tmp_path / "demos.npz", gamefile=np.asarray([str(g) for g in elsewhere[:-1]]),
+             episode_success=np.asarray([True] * (len(games) - 2) + [False]))
+    demonstrated = demo_games(str(tmp_path / "demos.npz"))
+    assert demonstrated == {game_key(g) for g in games[:-2]}  # the failed episode's game is free
+    _, train_ids, held = split_games({"data_path": str(generated)}, 5, 0, demonstrated)
+    assert held == [len(games) - 2, len(games) - 1]
+    assert train_ids == list(range(len(games) - 2))

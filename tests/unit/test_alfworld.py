@@ -373,7 +373,6 @@ def test_demonstrated_games_are_known_wherever_the_pack_was_unpacked(generated: 
     from agentic_rl.envs.alfworld.data import game_key
 
     games = list_games(data_path=generated)
-    assert game_key(games[0]) == "/".join(games[0].parts[-4:-1])
     elsewhere = [Path("/old/cache/train_slim-0123456789", *g.parts[-4:]) for g in games]
     assert [game_key(g) for g in elsewhere] == [game_key(g) for g in games]
     np.savez(tmp_path / "demos.npz", gamefile=np.asarray([str(g) for g in elsewhere[:-1]]),

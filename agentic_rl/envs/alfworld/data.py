@@ -338,9 +338,8 @@ def task_type_of(game_path: str | os.PathLike) -> str:
 
 
 def game_key(game_path: str | os.PathLike) -> str:
-    """A game's name that does not depend on where its pack was unpacked:
-    ``<split>/<task folder>/<trial>`` (``train/pick_two_obj_and_place-Watch-None-Shelf-
-    217/trial_T20190909_122056_142455``). The unpack folder's name changes with the pack
-    file's path and modification time, so game paths recorded in one session (demonstration
-    files) must be compared with today's by this key."""
+    """A game's name that does not depend on where its pack was unpacked: the last three
+    folders of its path, ``<split>/<task folder>/<trial>``. The unpack folder's name changes
+    with the pack file's path and modification time, so game paths recorded in one session
+    (demonstration files) must be compared with today's by this key."""
     return "/".join(Path(game_path).parts[-4:-1])

@@ -366,9 +366,9 @@ def test_processes_that_first_use_a_pack_together_get_the_same_games(tmp_path: P
 
 def test_demonstrated_games_are_known_wherever_the_pack_was_unpacked(generated: Path,
                                                                      tmp_path: Path) -> None:
-    """A slim pack is unpacked into a folder named after its path and mtime, which change when
-    the data folder is provisioned again: demonstrations recorded then must still keep their
-    games out of the held-out ones."""
+    """Demonstrations recorded where the pack was unpacked under another folder (another
+    machine, cache folder or pack version) must still keep their games out of the held-out
+    ones."""
     from agentic_rl.collect.text_envs import demo_games, split_games
     from agentic_rl.envs.alfworld.data import game_key
 
@@ -382,3 +382,29 @@ def test_demonstrated_games_are_known_wherever_the_pack_was_unpacked(generated: 
     _, train_ids, held = split_games({"data_path": str(generated)}, 5, 0, demonstrated)
     assert held == [len(games) - 2, len(games) - 1]
     assert train_ids == list(range(len(games) - 2))
+
+
+def test_a_pack_provisioned_again_keeps_its_unpacked_folder(tmp_path: Path) -> None:
+    """``../shared`` is provisioned afresh each session (new path or mtime, same bytes): the
+    unpacked games, and the paths recorded with them, must stay where they were."""
+    import os
+    import tarfile
+
+    from agentic_rl.envs.alfworld.data import _unpack_slim
+
+    (tmp_path / "trial.txt").write_text("a game")
+    first = tmp_path / "a" / "train_slim.tar.xz"
+    first.parent.mkdir()
+    with tarfile.open(first, "w:xz") as archive:
+        archive.add(tmp_path / "trial.txt", arcname="json_2.1.1/train/trial.txt")
+    again = tmp_path / "b" / "train_slim.tar.xz"
+    again.parent.mkdir()
+    again.write_bytes(first.read_bytes())
+    os.utime(again, (1, 1))
+    cache = tmp_path / "cache"
+    root = _unpack_slim(first, cache)
+    assert _unpack_slim(again, cache) == root
+    assert (root / "json_2.1.1" / "train" / "trial.txt").read_text() == "a game"
+    with tarfile.open(again, "w:xz") as archive:  # other content: another folder
+        archive.add(first, arcname="json_2.1.1/train/pack")
+    assert _unpack_slim(again, cache) != root

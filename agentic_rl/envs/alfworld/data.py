@@ -176,9 +176,16 @@ def _exclusive(lock_file: Path):
 
 
 def _unpack_slim(pack: Path, cache_dir: Path) -> Path:
-    """Unpack a slim pack once into ``cache_dir`` and return the unpacked root."""
-    stat = pack.stat()
-    tag = hashlib.sha1(f"{pack.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()
+    """Unpack a slim pack once into ``cache_dir`` and return the unpacked root.
+
+    The folder is named after the pack's content (a few MB, hashed in milliseconds), so a pack
+    copied or provisioned again keeps its unpacked games and the paths recorded with them.
+    """
+    digest = hashlib.sha1()
+    with pack.open("rb") as stream:
+        for chunk in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(chunk)
+    tag = digest.hexdigest()
     root = cache_dir / f"{pack.name.split('.')[0]}-{tag[:10]}"
     done = root / ".unpacked"
     if not done.exists():
@@ -339,7 +346,7 @@ def task_type_of(game_path: str | os.PathLike) -> str:
 
 def game_key(game_path: str | os.PathLike) -> str:
     """A game's name that does not depend on where its pack was unpacked: the last three
-    folders of its path, ``<split>/<task folder>/<trial>``. The unpack folder's name changes
-    with the pack file's path and modification time, so game paths recorded in one session
+    folders of its path, ``<split>/<task folder>/<trial>``. The folder above them depends on
+    the cache folder, the pack's content and the machine, so game paths recorded elsewhere
     (demonstration files) must be compared with today's by this key."""
     return "/".join(Path(game_path).parts[-4:-1])

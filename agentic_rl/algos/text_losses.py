@@ -34,6 +34,7 @@ def command_cross_entropy(logits: torch.Tensor, target: torch.Tensor,
     """
     log_prob = torch.log_softmax(logits, -1).gather(-1, target.unsqueeze(-1)).squeeze(-1)
     weight = mask.float()
+    log_prob = log_prob.masked_fill(~mask, 0.0)  # a masked-out -inf must not turn into nan
     return -(log_prob * weight).sum() / weight.sum().clamp(min=1.0)
 
 

@@ -74,7 +74,8 @@ class TextOPD:
                                  success_head=config.success_predictor > 0,
                                  object_match=config.object_match,
                                  take_back=config.take_back,
-                                 object_memory=config.object_memory).to(self.device)
+                                 object_memory=config.object_memory,
+                                 avoid_revisits=config.avoid_revisits).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr)
         # the learned Manager stays on the CPU: the envs' planner runs the same object
         self.manager = (LearnedManagerTrainer(manager, table, config.lr, config.manager.period,
@@ -166,7 +167,7 @@ class TextOPD:
         if mode == "deterministic":
             action = log_prob.argmax(-1)
         else:
-            probs = step["command_mask"][:, 0].float() if mode == "random" else log_prob.exp()
+            probs = logits[:, 0].isfinite().float() if mode == "random" else log_prob.exp()
             action = torch.multinomial(probs.cpu(), 1, generator=self.generator).squeeze(-1)
             action = action.to(self.device)
             if mode == "explore" and "labelled" in obs:  # DAgger: the states greedy play reaches
@@ -246,8 +247,10 @@ class TextOPD:
         batch = self._to_device(collate(prototypes, self._subgoals(), self.table.texts))
         logits, _, _ = self._policy(batch)
         mask = batch["step_mask"]
-        return command_cross_entropy(logits[mask], batch["action"][mask],
-                                     torch.ones_like(batch["action"][mask], dtype=torch.bool))
+        logits, target = logits[mask], batch["action"][mask]
+        # a prototype command the policy masks (avoid_revisits) cannot be imitated
+        allowed = logits.gather(-1, target[:, None]).squeeze(-1).isfinite()
+        return command_cross_entropy(logits, target, allowed)
 
     def advantages(self, episodes: list[TextEpisode], rewards: list[np.ndarray] | None = None
                    ) -> tuple[np.ndarray, np.ndarray]:

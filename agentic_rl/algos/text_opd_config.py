@@ -134,6 +134,11 @@ class TextOPDConfig(BaseModel):
         "command goes to a place the agent last saw holding an object the task names that it "
         "has not delivered to a place the task names, from its own observations this episode "
         "(pick_two's second object, a search after a wrong put)")
+    avoid_revisits: bool = Field(
+        False, description="mask, in training and evaluation, each command issued before at "
+        "the same place with the world unchanged since (it leads back to a state already "
+        "visited; greedy play cannot loop); a demonstration step whose command is masked drops "
+        "out of the imitation loss")
     manager: ManagerConfig | None = None
     success_predictor: float = Field(
         0.0, ge=0, description="with the learned Manager: weight of the Worker's intrinsic "

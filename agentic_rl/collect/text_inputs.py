@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from agentic_rl.data.object_memory import ObjectMemory
+from agentic_rl.data.revisits import RevisitMemory
 from agentic_rl.data.text_table import TextTable, history_bucket, moved_there
 from agentic_rl.plan.text_subgoals import subgoal_text
 
@@ -67,6 +68,7 @@ class TextInputs(gym.Wrapper):
         self.commands: list[str] = []
         self.trajectory: list[tuple[str, str]] = []  # (command, feedback) with a planner
         self.memory = ObjectMemory("")
+        self.revisits = RevisitMemory()
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self.game, self.episode, self.labelled = self.schedule.assign(self.slot, seed)
@@ -77,6 +79,7 @@ class TextInputs(gym.Wrapper):
         self.subgoal_age = 0
         self.trajectory = []
         self.memory = ObjectMemory(obs["task"])
+        self.revisits = RevisitMemory()
         return self._inputs(obs, info), self._info(info)
 
     def step(self, action):
@@ -109,12 +112,14 @@ class TextInputs(gym.Wrapper):
         commands = np.zeros(self.width, np.int64)
         commands[:n] = ids[len(ROW_IDS):]
         self.memory.update(self.previous, obs["observation"])
+        self.revisits.update(self.previous)
         history = np.zeros(self.width, np.int64)
         history[:n] = history_bucket(np.asarray([self.counts[c] for c in self.commands], np.int64),
                                      [bool(self.previous) and c == self.previous
                                       for c in self.commands],
                                      [moved_there(c) in self.counts for c in self.commands],
-                                     self.memory.remembered(self.commands))
+                                     self.memory.remembered(self.commands),
+                                     self.revisits.revisits(self.commands))
         match = np.zeros(self.width, np.int64)
         match[:n] = self.table.match_buckets(int(out["task"]), int(out["observation"]),
                                              commands[:n])

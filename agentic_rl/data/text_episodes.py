@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from agentic_rl.data.object_memory import ObjectMemory
+from agentic_rl.data.revisits import RevisitMemory
 from agentic_rl.data.text_table import TextTable, history_bucket, moved_there
 
 STEP_FIELDS = ("observation", "inventory", "previous_command", "action", "reward", "log_prob",
@@ -89,30 +90,33 @@ def history_buckets(commands: np.ndarray, previous_command: np.ndarray,
                     texts: Sequence[str] | None = None, observation: np.ndarray | None = None,
                     task: int = 0) -> np.ndarray:
     """How often each admissible command was issued before, whether it was the last one and
-    (with ``texts``) whether it takes back an object the agent moved there itself and (with
-    ``observation`` too) whether it goes to a place last seen holding a task object.
+    (with ``texts``) whether it takes back an object the agent moved there itself, whether it
+    leads back to a state already visited and (with ``observation`` too) whether it goes to a
+    place last seen holding a task object.
 
     Args:
         commands: ``[L, N]`` row ids (0 = padding).
         previous_command: ``[L]`` row id of the command issued at ``t - 1`` (0 at ``t = 0``).
-        texts: the text table's texts (None: neither of the last two bits).
+        texts: the text table's texts (None: none of the last three bits).
         observation: ``[L]`` row ids of what each step's previous command returned.
         task: row id of the task text.
 
     Returns:
         int64 ``[L, N]``: ``min(count, 3) + 4 * (command == previous command) + 8 * takes
-        back + 16 * remembered``, where count is the number of earlier steps that issued that
-        command (:func:`~agentic_rl.data.text_table.history_bucket`).
+        back + 16 * remembered + 32 * revisits``, where count is the number of earlier steps
+        that issued that command (:func:`~agentic_rl.data.text_table.history_bucket`).
     """
     counts: dict[int, int] = {}
     issued_texts: set[str] = set()
     memory = None if texts is None or observation is None else ObjectMemory(texts[task])
+    revisits = RevisitMemory()
     out = np.zeros(commands.shape, np.int64)
     for t in range(commands.shape[0]):
         if t > 0:
             counts[int(previous_command[t])] = counts.get(int(previous_command[t]), 0) + 1
             if texts is not None:
                 issued_texts.add(texts[int(previous_command[t])])
+                revisits.update(texts[int(previous_command[t])])
         row = commands[t]
         issued = np.fromiter((counts.get(int(c), 0) for c in row), np.int64, row.shape[0])
         back = ([moved_there(texts[int(c)]) in issued_texts for c in row] if issued_texts
@@ -122,8 +126,9 @@ def history_buckets(commands: np.ndarray, previous_command: np.ndarray,
             memory.update(texts[int(previous_command[t])] if t > 0 else "",
                           texts[int(observation[t])])
             remembered = memory.remembered([texts[int(c)] for c in row])
+        again = revisits.revisits([texts[int(c)] for c in row]) if texts is not None else False
         out[t] = history_bucket(issued, (row == previous_command[t]) & (row != 0) & (t > 0),
-                                back, remembered)
+                                back, remembered, again)
     return out
 
 

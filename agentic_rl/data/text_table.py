@@ -17,6 +17,9 @@ COUNT_BUCKETS = 4  # issued 0, 1, 2, 3+ times before
 HISTORY_BUCKETS = 2 * COUNT_BUCKETS  # x (was / was not the previous command)
 TAKE_BACK_BUCKETS = 2 * HISTORY_BUCKETS  # x (takes back what the agent moved there itself)
 MEMORY_BUCKETS = 2 * TAKE_BACK_BUCKETS  # x (goes to a place last seen holding a task object)
+# Added to the bucket of a command that leads back to a state already visited
+# (``data.revisits``): not embedded, a policy with ``avoid_revisits`` masks such commands.
+REVISIT_FLAG = MEMORY_BUCKETS
 OVERLAP_BUCKETS = 4  # 0, 1, 2, 3+ of the command's content words are in the task
 MATCH_BUCKETS = 2 * OVERLAP_BUCKETS  # x (all its object words are in the last observation)
 # Words that say nothing about which object or place a command is about.
@@ -30,16 +33,18 @@ WORD_FORMS = {"hot": "heat", "heated": "heat", "cold": "cool", "cooled": "cool",
 
 
 def history_bucket(issued: np.ndarray, is_previous: np.ndarray, takes_back=False,
-                   remembered=False) -> np.ndarray:
-    """``min(issued, 3) + 4 * is_previous + 8 * takes_back + 16 * remembered``: a command's
-    history bucket from how often it was issued earlier in the episode, whether it was the last
-    command, whether it takes back an object the agent itself moved there (:func:`moved_there`)
-    and whether it goes to a place the agent last saw holding a task object
-    (:class:`~agentic_rl.data.object_memory.ObjectMemory`) (int64, any shape; a policy without
-    the last features reads it modulo ``HISTORY_BUCKETS`` or ``TAKE_BACK_BUCKETS``)."""
+                   remembered=False, revisits=False) -> np.ndarray:
+    """``min(issued, 3) + 4 * is_previous + 8 * takes_back + 16 * remembered + 32 * revisits``:
+    a command's history bucket from how often it was issued earlier in the episode, whether it
+    was the last command, whether it takes back an object the agent itself moved there
+    (:func:`moved_there`), whether it goes to a place the agent last saw holding a task object
+    (:class:`~agentic_rl.data.object_memory.ObjectMemory`) and whether it leads back to a state
+    already visited (:class:`~agentic_rl.data.revisits.RevisitMemory`; the ``REVISIT_FLAG``)
+    (int64, any shape; a policy reads it modulo the buckets it embeds)."""
     return (np.minimum(issued, COUNT_BUCKETS - 1) + COUNT_BUCKETS * np.asarray(is_previous, np.int64)
             + HISTORY_BUCKETS * np.asarray(takes_back, np.int64)
-            + TAKE_BACK_BUCKETS * np.asarray(remembered, np.int64))
+            + TAKE_BACK_BUCKETS * np.asarray(remembered, np.int64)
+            + REVISIT_FLAG * np.asarray(revisits, np.int64))
 
 
 def moved_there(command: str) -> str | None:

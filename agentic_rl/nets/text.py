@@ -13,6 +13,8 @@ earlier in the episode, whether it was the previous command), so the memory of w
 has been does not have to be squeezed through the GRU alone. A second bucket says how many of
 the command's words are in the task and whether the object it names was just seen: sentence
 embeddings blur which object a command is about, and BC agents walked past the task's object.
+With ``avoid_revisits`` the commands that lead back to a state already visited are masked
+like inadmissible ones (``data.revisits``), so greedy play cannot loop.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import torch
 from torch import nn
 
 from agentic_rl.data.text_table import (HISTORY_BUCKETS, MATCH_BUCKETS, MEMORY_BUCKETS,
-                                       TAKE_BACK_BUCKETS)
+                                       REVISIT_FLAG, TAKE_BACK_BUCKETS)
 
 
 def mlp(sizes: list[int]) -> nn.Sequential:
@@ -51,17 +53,21 @@ class TextPolicy(nn.Module):
             modulo ``HISTORY_BUCKETS``.
         object_memory: also read their remembered bit (the command goes to a place last seen
             holding a task object: ``data.object_memory``); needs ``take_back``.
+        avoid_revisits: mask the commands whose history bucket carries ``REVISIT_FLAG`` (they
+            lead back to a state already visited: ``data.revisits``), unless no other command
+            is admissible.
     """
 
     def __init__(self, embed_dim: int = 384, hidden: int = 256, memory: bool = True,
                  subgoal: bool = False, success_head: bool = False,
                  object_match: bool = False, take_back: bool = False,
-                 object_memory: bool = False) -> None:
+                 object_memory: bool = False, avoid_revisits: bool = False) -> None:
         super().__init__()
         if object_memory and not take_back:
             raise ValueError("object_memory reads the bit above the take-back bit: set "
                              "take_back too")
         self.embed_dim, self.hidden, self.use_subgoal = embed_dim, hidden, subgoal
+        self.avoid_revisits = avoid_revisits
         self.step_in = mlp([3 * embed_dim, hidden])  # observation, inventory, previous command
         self.gru = nn.GRU(hidden, hidden, batch_first=True) if memory else None
         state_in = hidden + 3 * embed_dim + (embed_dim if subgoal else 0)
@@ -79,6 +85,15 @@ class TextPolicy(nn.Module):
         self.value_mlp = mlp([hidden, hidden, 1])
         self.success_mlp = mlp([hidden, hidden, 1]) if success_head else None
 
+    def allowed(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """bool ``[B, T, N]``: ``command_mask``, less the revisiting commands with
+        ``avoid_revisits`` at steps where another command is admissible."""
+        admissible = batch["command_mask"]
+        if not self.avoid_revisits:
+            return admissible
+        fresh = admissible & (batch["history"] // REVISIT_FLAG % 2 == 0)
+        return torch.where(fresh.any(-1, keepdim=True), fresh, admissible)
+
     def initial_state(self, batch: int) -> torch.Tensor:
         """Zero memory ``[1, batch, hidden]``."""
         return torch.zeros(1, batch, self.hidden)
@@ -91,8 +106,8 @@ class TextPolicy(nn.Module):
             table: embeddings ``[V, embed_dim]`` (``TextTable.tensor()``).
             batch: int64 row ids ``task [B, T]``, ``observation [B, T]``, ``inventory [B, T]``,
                 ``previous_command [B, T]``, ``commands [B, T, N]``; ``history [B, T, N]``
-                and ``match [B, T, N]`` buckets; bool ``command_mask [B, T, N]``; with ``subgoal=True`` also float
-                ``subgoal [B, T, embed_dim]``.
+                and ``match [B, T, N]`` buckets; bool ``command_mask [B, T, N]``; with
+                ``subgoal=True`` also float ``subgoal [B, T, embed_dim]``.
             memory: GRU state ``[1, B, hidden]`` carried from earlier steps (None: zeros).
             success: also return the success head's logits ``[B, T]``.
 
@@ -124,7 +139,7 @@ class TextPolicy(nn.Module):
         if self.object_embed is not None:
             slots = slots + (self.object_embed.weight @ commands.T)[batch["object"], inverse]
         logits = (scores + slots) / self.hidden ** 0.5
-        logits = logits.masked_fill(~batch["command_mask"], float("-inf"))
+        logits = logits.masked_fill(~self.allowed(batch), float("-inf"))
         values = self.value_mlp(state).squeeze(-1)
         if success:
             return logits, values, memory, self.success_mlp(state.detach()).squeeze(-1)

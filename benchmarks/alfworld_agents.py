@@ -83,13 +83,12 @@ def evaluate_variant(job: tuple[str, str, str]) -> dict:
     """Greedy valid_seen evaluation of one trained variant's best model."""
     name, run_dir, valid = job
     import torch
-    import yaml
 
     torch.set_num_threads(1)
-    from agentic_rl.config import validate_config
+    from agentic_rl.config import load_config
     from agentic_rl.train.text_eval import evaluate_text_model
 
-    config = validate_config(yaml.safe_load((Path(run_dir) / "config.yaml").read_text()))
+    config = load_config(Path(run_dir) / "config.yaml")
     return evaluate_text_model(config, run_dir, valid)
 
 

@@ -44,19 +44,14 @@ def generated_games(folder: Path, count: int, seed: int, max_receptacles: int) -
 def play(models: list[str], folder: Path, seed: int) -> dict[str, dict]:
     """Greedy evaluation of each model (a run or model folder) on every game in ``folder``."""
     import torch
-    import yaml
 
-    from agentic_rl.config import validate_config
+    from agentic_rl.config import load_config
     from agentic_rl.train.text_eval import evaluate_text_model
 
     torch.set_num_threads(1)
     results = {}
-    for model in models:
-        config_path = Path(model) / "config.yaml"
-        if not config_path.exists():
-            raise SystemExit(f"{config_path} not found: pass run folders (RUN/manager) or model "
-                             "folders (models/alfworld)")
-        config = validate_config(yaml.safe_load(config_path.read_text()))
+    for model in models:  # load_config says which config.yaml is missing
+        config = load_config(Path(model) / "config.yaml")
         results[model] = evaluate_text_model(config, model, folder, seed=seed)
         print(f"{model}: {results[model]['success_rate']:.3f} "
               f"({results[model]['wall_seconds']} s)", flush=True)
@@ -88,7 +83,12 @@ def main() -> None:
     folder = Path(args.games_dir)
     start = time.time()
     generated_games(folder, args.n, args.seed, args.max_receptacles)
-    results = play(args.models, folder, args.eval_seed)
+    from agentic_rl.config import ConfigError
+
+    try:
+        results = play(args.models, folder, args.eval_seed)
+    except ConfigError as error:
+        raise SystemExit(f"{error} (pass run folders, RUN/manager, or model folders)") from None
     print(table(results))
     if args.json:
         write_json(args.json, {"games": vars(args), "results": results,

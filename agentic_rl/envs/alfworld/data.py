@@ -181,11 +181,8 @@ def _unpack_slim(pack: Path, cache_dir: Path) -> Path:
     The folder is named after the pack's content (a few MB, hashed in milliseconds), so a pack
     copied or provisioned again keeps its unpacked games and the paths recorded with them.
     """
-    digest = hashlib.sha1()
     with pack.open("rb") as stream:
-        for chunk in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(chunk)
-    tag = digest.hexdigest()
+        tag = hashlib.file_digest(stream, "sha1").hexdigest()
     root = cache_dir / f"{pack.name.split('.')[0]}-{tag[:10]}"
     done = root / ".unpacked"
     if not done.exists():

@@ -105,6 +105,13 @@ def load_learner(algo, folder: str | Path) -> dict[str, Any]:
     return meta
 
 
+def read_model_meta(folder: str | Path) -> dict[str, Any] | None:
+    """The JSON metadata of a model folder or checkpoint (``step``, ``eval``, ...), or
+    ``None`` where there is none yet."""
+    path = Path(folder) / STATE_FILE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def load_algo_state(algo, meta: dict[str, Any], tensors: dict[str, torch.Tensor],
                     folder: str | Path) -> None:
     """``algo.load_state_dict`` from a checkpoint; a checkpoint of another config (other

@@ -13,10 +13,10 @@ import numpy as np
 
 from agentic_rl.collect.chunks import CollectedStep
 from agentic_rl.collect.collector import Collector, FinishedEpisode
-from agentic_rl.data.checkpoint import BEST_DIR, save_model
+from agentic_rl.data.checkpoint import BEST_DIR, read_model_meta, save_model
 from agentic_rl.envs.make import env_factory
 from agentic_rl.train import state
-from agentic_rl.train.evaluate import evaluate
+from agentic_rl.train.evaluate import EvalResult, evaluate
 from agentic_rl.train.logger import Logger
 from agentic_rl.train.loop_signals import CheckpointedInterrupt, CtrlC
 from agentic_rl.train.progress import Progress
@@ -44,11 +44,8 @@ def run_evaluation(run: Run, logger: Logger) -> float:
                       shield=safety.eval_shield if safety else None,
                       monitor=safety.eval_monitor if safety else None)
     metrics = result.metrics()
-    best = max((row["success_rate"] for row in run.eval_history), default=-1.0)
+    keep_if_best(run, result)
     run.eval_history.append({"step": run.step, **result.to_dict()})
-    if result.success_rate >= best:
-        save_model(run.run_dir / BEST_DIR, run.algo, {"step": run.step, "eval": result.to_dict()},
-                   run.run_dir / "config.yaml")
     if run.curriculum.active:
         if run.curriculum.maybe_advance(result.success_rate):
             run.storage.set_task(run.curriculum.task_id, result.episodes)
@@ -59,6 +56,23 @@ def run_evaluation(run: Run, logger: Logger) -> float:
     if run.on_evaluation is not None:
         run.on_evaluation(run.step, metrics)
     return result.success_rate
+
+
+def keep_if_best(run: Run, result: EvalResult, final: bool = False) -> bool:
+    """Save the learner to ``RUN_DIR/best`` when ``result`` scores at least as high as every
+    earlier evaluation of the run: those in ``run.eval_history`` (call this before appending
+    ``result``) and the one ``best/`` records, which may be the final evaluation of an earlier
+    session of a resumed run (ignored when it is from later steps than the run resumed at).
+    Later evaluations win ties. Returns whether it saved."""
+    earlier = [row["success_rate"] for row in run.eval_history]
+    kept = read_model_meta(run.run_dir / BEST_DIR)
+    if kept is not None and "eval" in kept and kept.get("step", run.step + 1) <= run.step:
+        earlier.append(kept["eval"]["success_rate"])
+    if result.success_rate < max(earlier, default=-1.0):
+        return False
+    extra = {"step": run.step, "eval": result.to_dict(), **({"final": True} if final else {})}
+    save_model(run.run_dir / BEST_DIR, run.algo, extra, run.run_dir / "config.yaml")
+    return True
 
 
 def episode_metrics(recent: list[dict[str, float]]) -> dict[str, float]:

@@ -17,7 +17,7 @@ from agentic_rl.data.checkpoint import (CheckpointError, has_checkpoint, latest_
 from agentic_rl.data.checkpoint import BEST_DIR, prefixed, write_summary
 from agentic_rl.train.evaluate import evaluate
 from agentic_rl.train.logger import open_logger, truncate_metrics
-from agentic_rl.train.loop import train_loop
+from agentic_rl.train.loop import keep_if_best, train_loop
 from agentic_rl.train.setup import Run, build_run
 
 TRANSFERRED_MODULES = ("actor.", "obs_normalizer.", "goal_normalizer.")
@@ -141,6 +141,7 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
                           shield=safety.eval_shield if safety else None,
                           monitor=safety.eval_monitor if safety else None)
         logger.log(run.step, {f"final/{k}": v for k, v in result.metrics("eval").items()})
+        keep_if_best(run, result, final=True)
     finally:
         logger.close()
     summary = {"success_rate": result.success_rate, "mean_return": result.mean_return,
@@ -148,9 +149,9 @@ def train(config: ExperimentConfig, run_dir: str | Path, resume: bool = False,
                "wall_seconds": round(run.wall_seconds, 2), "seed": config.training.seed,
                "env": config.environment.name, "algorithm": config.algorithm.name,
                "eval_history": run.eval_history,
-               "best_success_rate": max((row["success_rate"] for row in run.eval_history),
-                                        default=None),  # of the evaluations during training
-               "best_model": str(run_dir / BEST_DIR) if run.eval_history else None}
+               "best_success_rate": max([row["success_rate"] for row in run.eval_history]
+                                        + [result.success_rate]),  # in-run and final
+               "best_model": str(run_dir / BEST_DIR) if (run_dir / BEST_DIR).exists() else None}
     if run.safety is not None:
         summary["safety"] = run.safety.summary()
     if run.collection_metrics is not None:

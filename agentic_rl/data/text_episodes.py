@@ -118,15 +118,15 @@ def history_buckets(commands: np.ndarray, previous_command: np.ndarray,
                 issued_texts.add(texts[int(previous_command[t])])
                 revisits.update(texts[int(previous_command[t])])
         row = commands[t]
+        row_texts = None if texts is None else [texts[int(c)] for c in row]
         issued = np.fromiter((counts.get(int(c), 0) for c in row), np.int64, row.shape[0])
-        back = ([moved_there(texts[int(c)]) in issued_texts for c in row] if issued_texts
-                else False)
+        back = [moved_there(text) in issued_texts for text in row_texts] if issued_texts else False
         remembered = False
         if memory is not None:
             memory.update(texts[int(previous_command[t])] if t > 0 else "",
                           texts[int(observation[t])])
-            remembered = memory.remembered([texts[int(c)] for c in row])
-        again = revisits.revisits([texts[int(c)] for c in row]) if texts is not None else False
+            remembered = memory.remembered(row_texts)
+        again = revisits.revisits(row_texts) if row_texts is not None else False
         out[t] = history_bucket(issued, (row == previous_command[t]) & (row != 0) & (t > 0),
                                 back, remembered, again)
     return out

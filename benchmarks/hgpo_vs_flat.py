@@ -6,7 +6,7 @@
         --hgpo-set algorithm.subgoals=relative algorithm.goal_scale=1.0 --json relative.json
     python benchmarks/hgpo_vs_flat.py --goal-reaching --json goal_reaching.json
     python benchmarks/hgpo_vs_flat.py --env antmaze --seeds 3 --jobs 2 --run-root ~/ant \
-        --json antmaze.json
+        --final-episodes 50 --json antmaze.json
 
 ``--run-root`` keeps each run in a folder that outlives the command: Ctrl-C checkpoints the
 runs, the same command continues them (or extends them to a larger ``--budget``).
@@ -16,7 +16,8 @@ grid, SAC+HER on the continuous mazes) and scores the final deterministic evalua
 (``eval/success_rate`` over ``num_eval_episodes``). Every run goes through
 ``agentic_rl.train.run.train`` in a temporary run folder and reports env steps/s; on-policy
 runs (``hgpo``, ``ppo``) also evaluate the final policy with sampled actions
-(``stochastic_*``). Writes
+(``stochastic_*``). ``--final-episodes N`` scores the final learner on N episodes instead
+(10 episodes give a rate only to within about 0.13). Writes
 ``{"budget_steps", "hgpo": {"success_mean", "success_std", ...}, "flat": {...}, "wall_seconds"}``.
 ``--goal-reaching`` is the check of doc 1 section 6.1: a Worker trained in an open grid with
 random goals must reach hand-picked cells (goal = phi(target state)) in >= 80% of trials.
@@ -41,13 +42,14 @@ import yaml
 
 from agentic_rl.algos.hgpo import HGPO
 from agentic_rl.algos.hgpo_sac import HGPOSAC
-from agentic_rl.config import apply_override, validate_config
+from agentic_rl.config import apply_override, read_config, validate_config
 from agentic_rl.data.checkpoint import has_checkpoint, latest_checkpoint, load_learner
 from agentic_rl.envs.gridworld import BatchGridWorld
 from agentic_rl.envs.make import make_env
 from agentic_rl.train.evaluate import EVAL_SEED_OFFSET, batch_of_one, evaluate
 from agentic_rl.train.run import train
-from agentic_rl.train.setup import build_algo
+from agentic_rl.train.setup import build_algo, build_run
+from agentic_rl.train.state import restore_run
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 FLAT = {"keydoor": "ppo_keydoor", "pointmaze": "sac_her_pointmaze",
@@ -57,13 +59,15 @@ SUBGOAL_KEYS = ("subgoal_reached_rate", "subgoal_saturation", "subgoal_path_dist
 
 
 def run(config: dict[str, Any], seed: int, budget: int, goal_plot: Path | None = None,
-        run_dir: Path | None = None) -> dict[str, Any]:
+        run_dir: Path | None = None, final_episodes: int | None = None) -> dict[str, Any]:
     """Train one seed through the library's own ``train``, in ``run_dir`` (resumed from its
     last checkpoint where it holds one: a run stopped by Ctrl-C, or one to extend to a larger
     budget) or a temporary folder; returns the final deterministic eval success, the eval
-    curve, wall-clock seconds and env steps/s (over all its sessions). On-policy learners are also
-    evaluated with sampled actions (``success_stochastic``). With ``goal_plot`` (hierarchical
-    learners) also draws the Manager's goals to that PNG."""
+    curve, wall-clock seconds and env steps/s (over all its sessions). With ``final_episodes``
+    the final learner is evaluated again on that many episodes (its replay restored, so a
+    planner plans from it) and that evaluation gives the success and subgoal measures.
+    On-policy learners are also evaluated with sampled actions (``success_stochastic``). With
+    ``goal_plot`` (hierarchical learners) also draws the Manager's goals to that PNG."""
     torch.set_num_threads(1)
     raw = {**config, "training": {**config["training"], "seed": seed, "total_timesteps": budget}}
     with tempfile.TemporaryDirectory() as folder:
@@ -71,6 +75,11 @@ def run(config: dict[str, Any], seed: int, budget: int, goal_plot: Path | None =
         resume = run_dir is not None and has_checkpoint(run_dir)
         run_dir = run_dir or Path(folder) / "run"
         summary = train(validated, run_dir, resume=resume, show_progress=False)
+        final = summary["eval_history"][-1] if summary["eval_history"] else {}
+        success = summary["success_rate"]
+        if final_episodes:
+            final = evaluate_checkpoint(run_dir, latest_checkpoint(run_dir), [], final_episodes)
+            success = final["success_rate"]
         env_cfg = validated.environment
         env = make_env(env_cfg.name, env_cfg.kwargs, env_cfg.goal_region)
         algo = build_algo(validated, env)
@@ -83,11 +92,28 @@ def run(config: dict[str, Any], seed: int, budget: int, goal_plot: Path | None =
         plot_goals(phi_traces(algo, env), goal_plot, grid=True)
     elif goal_plot is not None and isinstance(algo, HGPOSAC):
         plot_goals(subgoal_traces(algo, env), goal_plot, grid=False, env=env)
-    final = summary["eval_history"][-1] if summary["eval_history"] else {}
-    return {"success": summary["success_rate"], "success_stochastic": sampled, "curve": curve,
+    return {"success": success, "success_stochastic": sampled, "curve": curve,
             "wall_seconds": summary["wall_seconds"],
             "env_steps_per_second": summary["env_steps"] / summary["wall_seconds"],
             **{key: final[key] for key in SUBGOAL_KEYS if key in final}}
+
+
+def evaluate_checkpoint(run_dir: Path, folder: Path, overrides: list[str], episodes: int,
+                        goal_plot: Path | None = None) -> dict[str, float]:
+    """Success and subgoal diagnostics of ``episodes`` deterministic episodes of the learner
+    of checkpoint ``folder``, built from the run's config with ``overrides`` and its replay
+    restored (a planner builds its graph from what the run had seen); with ``goal_plot``, also
+    the D1 plot of its subgoals in three of them (SAC levels)."""
+    config = validate_config(read_config(run_dir / "config.yaml", overrides))
+    with tempfile.TemporaryDirectory() as scratch:
+        run = build_run(config, Path(scratch))
+        restore_run(run, folder)
+        result = evaluate(run.algo, run.eval_env, episodes, config.training.seed)
+        if goal_plot is not None:
+            plot_goals(subgoal_traces(run.algo, run.eval_env), goal_plot, grid=False,
+                       env=run.eval_env)
+        run.envs.close()
+    return result.to_dict()
 
 
 def run_job(job: tuple[dict[str, Any], int, int, Path | None, Path | None]) -> dict[str, Any]:
@@ -327,6 +353,9 @@ def main() -> None:
                         help="keep the runs in ROOT/<config>_seed<S> (as agentic-rl train "
                         "--log-dir ROOT names them) and resume any that holds a checkpoint: "
                         "stop with Ctrl-C, rerun the same command to continue")
+    parser.add_argument("--final-episodes", type=int, default=None, metavar="N",
+                        help="score each run's final learner on N deterministic episodes (its "
+                        "replay restored) instead of the config's num_eval_episodes")
     parser.add_argument("--replot", action="store_true",
                         help="only draw --curves-plot from an existing --json result")
     args = parser.parse_args()
@@ -347,10 +376,11 @@ def main() -> None:
             apply_override(configs["hgpo"], override)
         budget = args.budget or next(iter(configs.values()))["training"]["total_timesteps"]
         result = {"env": args.env, "budget_steps": budget, "seeds": args.seeds, "configs": names,
-                  "hgpo_overrides": args.hgpo_set}
+                  "hgpo_overrides": args.hgpo_set, "final_episodes": args.final_episodes}
         jobs = [(configs[key], seed, budget,
                  args.goal_plot if key == "hgpo" and seed == 0 else None,
-                 args.run_root / f"{names[key]}_seed{seed}" if args.run_root else None)
+                 args.run_root / f"{names[key]}_seed{seed}" if args.run_root else None,
+                 args.final_episodes)
                 for key in names for seed in range(args.seeds)]
         runs = run_all(jobs, args.jobs)
         for index, key in enumerate(names):

@@ -14,38 +14,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import markdown_table, write_json  # noqa: E402
-from hgpo_vs_flat import plot_goals, subgoal_traces  # noqa: E402
+from hgpo_vs_flat import evaluate_checkpoint  # noqa: E402
 
-from agentic_rl.config import read_config, validate_config  # noqa: E402
-from agentic_rl.train.evaluate import evaluate  # noqa: E402
-from agentic_rl.train.setup import build_run  # noqa: E402
-from agentic_rl.train.state import restore_run  # noqa: E402
 
 DIAGNOSTICS = ("subgoal_reached_rate", "subgoal_path_distance", "subgoal_saturation")
-
-
-def evaluate_checkpoint(run_dir: Path, folder: Path, overrides: list[str], episodes: int,
-                        goal_plot: Path | None = None) -> dict[str, float]:
-    """Success and subgoal diagnostics of ``episodes`` deterministic episodes of the learner
-    of checkpoint ``folder``, built from the run's config with ``overrides``; with
-    ``goal_plot``, also the D1 plot of its subgoals in three of them (``hgpo_vs_flat``)."""
-    config = validate_config(read_config(run_dir / "config.yaml", overrides))
-    with tempfile.TemporaryDirectory() as scratch:
-        run = build_run(config, Path(scratch))
-        restore_run(run, folder)
-        result = evaluate(run.algo, run.eval_env, episodes, config.training.seed)
-        if goal_plot is not None:
-            plot_goals(subgoal_traces(run.algo, run.eval_env), goal_plot, grid=False,
-                       env=run.eval_env)
-        run.envs.close()
-    return result.to_dict()
 
 
 def main(argv: list[str] | None = None) -> dict:

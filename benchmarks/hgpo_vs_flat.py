@@ -33,7 +33,7 @@ import tempfile
 import time
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
@@ -116,21 +116,41 @@ def evaluate_checkpoint(run_dir: Path, folder: Path, overrides: list[str], episo
     return result.to_dict()
 
 
-def run_job(job: tuple[dict[str, Any], int, int, Path | None, Path | None]) -> dict[str, Any]:
+def run_job(job: tuple) -> dict[str, Any]:
     return run(*job)
 
 
-def run_all(jobs: list[tuple], processes: int) -> list[dict[str, Any]]:
-    """``run_job`` over ``jobs`` in order, in ``processes`` parallel processes. Ctrl-C reaches
-    every run, which checkpoints and stops; no queued run starts after that and this process
-    waits for the running ones to finish writing before it raises (their exception)."""
+_INTERRUPTED = False  # set in a pool worker once a run of its stopped on Ctrl-C
+
+
+def guarded(function: Callable[[tuple], dict[str, Any]], job: tuple) -> dict[str, Any]:
+    """``function(job)`` in a pool worker, unless an earlier run of this worker stopped on
+    Ctrl-C: the pool hands a worker its next queued job even after the parent cancelled the
+    rest (a job already in the pool's call queue cannot be cancelled), so the worker refuses it
+    itself."""
+    global _INTERRUPTED
+    if _INTERRUPTED:
+        raise KeyboardInterrupt("not started: an earlier run in this process was interrupted")
+    try:
+        return function(job)
+    except KeyboardInterrupt:
+        _INTERRUPTED = True
+        raise
+
+
+def run_all(jobs: list[tuple], processes: int,
+            function: Callable[[tuple], dict[str, Any]] = run_job) -> list[dict[str, Any]]:
+    """``function`` (default ``run_job``) over ``jobs`` in order, in ``processes`` parallel
+    processes. Ctrl-C reaches every run, which checkpoints and stops; no queued run starts
+    after that and this process waits for the running ones to finish writing before it raises
+    (their exception)."""
     if processes == 1:
-        return [run_job(job) for job in jobs]
+        return [function(job) for job in jobs]
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runs handle it
     try:
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(processes, mp_context=context) as pool:
-            futures = [pool.submit(run_job, job) for job in jobs]
+            futures = [pool.submit(guarded, function, job) for job in jobs]
             done, pending = wait(futures, return_when=FIRST_EXCEPTION)
             if any(future.exception() is not None for future in done):
                 for future in pending:

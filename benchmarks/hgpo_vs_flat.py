@@ -47,6 +47,7 @@ from agentic_rl.data.checkpoint import has_checkpoint, latest_checkpoint, load_l
 from agentic_rl.envs.gridworld import BatchGridWorld
 from agentic_rl.envs.make import make_env
 from agentic_rl.train.evaluate import EVAL_SEED_OFFSET, batch_of_one, evaluate
+from agentic_rl.train.logger import read_metrics
 from agentic_rl.train.run import train
 from agentic_rl.train.setup import build_algo, build_run
 from agentic_rl.train.state import restore_run
@@ -63,9 +64,11 @@ def run(config: dict[str, Any], seed: int, budget: int, goal_plot: Path | None =
     """Train one seed through the library's own ``train``, in ``run_dir`` (resumed from its
     last checkpoint where it holds one: a run stopped by Ctrl-C, or one to extend to a larger
     budget) or a temporary folder; returns the final deterministic eval success, the eval
-    curve, wall-clock seconds and env steps/s (over all its sessions). With ``final_episodes``
-    the final learner is evaluated again on that many episodes (its replay restored, so a
-    planner plans from it) and that evaluation gives the success and subgoal measures.
+    curve, wall-clock seconds and env steps/s over all its sessions (and
+    ``learning_steps_per_second``, the mean logged ``time/fps`` after ``learning_starts``: the
+    steady rate). With ``final_episodes`` the final learner is evaluated again on that many
+    episodes (its replay restored, so a planner plans from it) and that evaluation gives the
+    success and subgoal measures.
     On-policy learners are also evaluated with sampled actions (``success_stochastic``). With
     ``goal_plot`` (hierarchical learners) also draws the Manager's goals to that PNG."""
     torch.set_num_threads(1)
@@ -84,6 +87,8 @@ def run(config: dict[str, Any], seed: int, budget: int, goal_plot: Path | None =
         env = make_env(env_cfg.name, env_cfg.kwargs, env_cfg.goal_region)
         algo = build_algo(validated, env)
         load_learner(algo, latest_checkpoint(run_dir))
+        learning_fps = [fps for step, fps in read_metrics(run_dir / "metrics.csv").get(
+            "time/fps", []) if step > validated.training.learning_starts]
     curve = [(e["step"], e["success_rate"]) for e in summary["eval_history"]]
     on_policy = validated.algorithm.name in ("ppo", "hgpo")
     sampled = evaluate(algo, env, validated.training.num_eval_episodes, seed + 2000,
@@ -95,6 +100,7 @@ def run(config: dict[str, Any], seed: int, budget: int, goal_plot: Path | None =
     return {"success": success, "success_stochastic": sampled, "curve": curve,
             "wall_seconds": summary["wall_seconds"],
             "env_steps_per_second": summary["env_steps"] / summary["wall_seconds"],
+            "learning_steps_per_second": float(np.mean(learning_fps)) if learning_fps else None,
             **{key: final[key] for key in SUBGOAL_KEYS if key in final}}
 
 
@@ -299,6 +305,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 "stochastic_per_seed": sampled.tolist()}
     if "env_steps_per_second" in runs[0]:
         out["env_steps_per_second"] = [r["env_steps_per_second"] for r in runs]
+        out["learning_steps_per_second"] = [r["learning_steps_per_second"] for r in runs]
     for key in SUBGOAL_KEYS:  # SAC-level HGPO: subgoal quality in the final evaluation
         if key in runs[0]:
             out[key] = float(np.mean([r[key] for r in runs]))
@@ -387,7 +394,8 @@ def main() -> None:
     if args.goal_reaching:
         result = goal_reaching_check(seed=0, budget=args.budget or 100_000)
         print(f"goal reaching over {result['trials']} trials: deterministic Worker "
-              f"{result['goal_reaching_rate']:.2f}, sampled {result['goal_reaching_rate_sampled']:.2f}")
+              f"{result['goal_reaching_rate']:.2f}, "
+              f"sampled {result['goal_reaching_rate_sampled']:.2f}")
     else:
         names = {key: name for key, name in (("hgpo", f"hgpo_{args.env}"),
                                              ("flat", FLAT[args.env])) if key in args.methods}

@@ -147,7 +147,7 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
     Returns:
         The JSON report and the results (``format_results(results)`` prints the table).
     """
-    from agentic_rl.data.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
+    from agentic_rl.data.checkpoint import latest_checkpoint, load_checkpoint
 
     properties = load_properties(property_file)
     folder = latest_checkpoint(run_dir)
@@ -160,24 +160,12 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
     if is_grid_env(env.get("name", "")):
         check_grid_learner(config, folder)
         algo, _ = deployed_learner(config, folder)
-        kwargs = dict(env.get("kwargs") or {})
         check_parts(properties, 3)  # grid observations are [row, col, has_key]
-        results = verify_grid(algo, env["name"], kwargs, properties)
+        results = verify_grid(algo, env["name"], dict(env.get("kwargs") or {}), properties)
         return _write_report({"checkpoint": str(folder), "property_file": str(property_file),
                               "method": "exhaustive enumeration of (start, goal) pairs",
                               **results_report(results)}, run_dir, out_file), results
-    # the networks' settings: in the algorithm section (older run folders: the agent section)
-    activation = {**config.get("agent", {}), **config.get("algorithm", {})}.get("activation",
-                                                                                 "relu")
-    try:
-        policy = policy_from_tensors(
-            tensors, activation=activation, clip=env.get("clip_obs", 5.0),
-            normalize=(env.get("normalize_obs", True), env.get("normalize_goal", True)),
-            action_low=action_low, action_high=action_high)
-    except ValueError as error:
-        raise CheckpointError(
-            f"{folder}: verify checks the actor of a flat continuous learner (sac, opd, td3); "
-            f"this checkpoint's does not fit ({error})") from None
+    policy = _executed_policy(tensors, config, folder, action_low, action_high)
     region = load_region(region_file) if region_file is not None else properties.region
     if region is None:
         raise PropertyError(f"no region to verify over: pass --region FILE or add `region:` to "
@@ -202,6 +190,28 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
               "step_model": None if model is None else env.get("name"),
               **results_report(results)}
     return _write_report(report, run_dir, out_file), results
+
+
+def _executed_policy(tensors: dict, config: dict, folder: Path,
+                     action_low: Sequence[float] | None,
+                     action_high: Sequence[float] | None) -> nn.Sequential:
+    """The deterministic float32 policy a flat continuous learner's checkpoint executes, over
+    raw ``[observation, desired_goal]`` inputs (``policy_from_tensors``)."""
+    from agentic_rl.data.checkpoint import CheckpointError
+
+    env = config.get("environment", {})
+    # the networks' settings: in the algorithm section (older run folders: the agent section)
+    activation = {**config.get("agent", {}), **config.get("algorithm", {})}.get("activation",
+                                                                                 "relu")
+    try:
+        return policy_from_tensors(
+            tensors, activation=activation, clip=env.get("clip_obs", 5.0),
+            normalize=(env.get("normalize_obs", True), env.get("normalize_goal", True)),
+            action_low=action_low, action_high=action_high)
+    except ValueError as error:
+        raise CheckpointError(
+            f"{folder}: verify checks the actor of a flat continuous learner (sac, opd, td3); "
+            f"this checkpoint's does not fit ({error})") from None
 
 
 def _write_report(report: dict, run_dir: str | Path, out_file: str | Path | None) -> dict:

@@ -97,7 +97,8 @@ def run(config: dict[str, Any], seed: int, budget: int, goal_plot: Path | None =
         plot_goals(phi_traces(algo, env), goal_plot, grid=True)
     elif goal_plot is not None and isinstance(algo, HGPOSAC):
         plot_goals(subgoal_traces(algo, env), goal_plot, grid=False, env=env)
-    return {"success": success, "success_stochastic": sampled, "curve": curve,
+    return {"success": success, "success_episodes": final.get("episodes"),
+            "success_stochastic": sampled, "curve": curve,
             "wall_seconds": summary["wall_seconds"],
             "env_steps_per_second": summary["env_steps"] / summary["wall_seconds"],
             "learning_steps_per_second": float(np.mean(learning_fps)) if learning_fps else None,

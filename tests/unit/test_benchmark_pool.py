@@ -1,4 +1,5 @@
-"""``hgpo_vs_flat.run_all``: after Ctrl-C no queued run starts (real spawned processes)."""
+"""``hgpo_vs_flat``: after Ctrl-C no queued run starts (real spawned processes); a run scored
+on more final episodes."""
 
 from __future__ import annotations
 
@@ -35,3 +36,19 @@ def test_no_queued_run_starts_after_the_running_ones_stopped_on_ctrl_c(tmp_path)
 def test_runs_that_finish_return_in_order(tmp_path):
     jobs = [(str(tmp_path), index) for index in range(4)]
     assert [r["index"] for r in run_all(jobs, processes=2, function=finished_run)] == [0, 1, 2, 3]
+
+
+def test_a_run_scored_on_more_final_episodes_reports_that_evaluation(tmp_path):
+    import yaml
+
+    from hgpo_vs_flat import CONFIGS, run
+
+    config = yaml.safe_load((CONFIGS / "hgpo_pointmaze.yaml").read_text())
+    config["training"] |= {"learning_starts": 200, "eval_freq": 400, "num_eval_episodes": 1,
+                           "checkpoint_freq": 400, "log_freq": 200}
+    config["environment"]["kwargs"] = {**config["environment"].get("kwargs", {}),
+                                       "max_episode_steps": 30}
+    result = run(config, seed=0, budget=400, run_dir=tmp_path / "run", final_episodes=3)
+    assert result["success_episodes"] == 3 and result["success"] in (0.0, 1 / 3, 2 / 3, 1.0)
+    assert result["curve"][-1][0] == 400 and "subgoal_reached_rate" in result
+    assert result["learning_steps_per_second"] > 0

@@ -7,11 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
-from hgpo_vs_flat import run_all  # noqa: E402
+from hgpo_vs_flat import CONFIGS, run, run_all  # noqa: E402
 
 
 def interrupted_run(job: tuple) -> dict:
@@ -39,10 +40,6 @@ def test_runs_that_finish_return_in_order(tmp_path):
 
 
 def test_a_run_scored_on_more_final_episodes_reports_that_evaluation(tmp_path):
-    import yaml
-
-    from hgpo_vs_flat import CONFIGS, run
-
     config = yaml.safe_load((CONFIGS / "hgpo_pointmaze.yaml").read_text())
     config["training"] |= {"learning_starts": 200, "eval_freq": 400, "num_eval_episodes": 1,
                            "checkpoint_freq": 400, "log_freq": 200}

@@ -63,9 +63,12 @@ def keep_if_best(run: Run, result: EvalResult, final: bool = False) -> bool:
     earlier evaluation of the run: those in ``run.eval_history`` (call this before appending
     ``result``) and the one ``best/`` records, which may be the final evaluation of an earlier
     session of a resumed run (ignored when it is from later steps than the run resumed at).
-    Later evaluations win ties. Returns whether it saved."""
+    Later evaluations win ties; a learner ``best/`` already holds (the final evaluation at the
+    step of the last in-run one) is not written again. Returns whether it saved."""
     earlier = [row["success_rate"] for row in run.eval_history]
     kept = read_model_meta(run.run_dir / BEST_DIR)
+    if kept is not None and kept.get("step") == run.step:
+        return False
     if kept is not None and "eval" in kept and kept.get("step", run.step + 1) <= run.step:
         earlier.append(kept["eval"]["success_rate"])
     if result.success_rate < max(earlier, default=-1.0):

@@ -56,3 +56,11 @@ def test_a_resumed_run_keeps_the_final_best_of_its_earlier_session(tmp_path):
 
 def test_no_model_folder_has_no_meta(tmp_path):
     assert read_model_meta(tmp_path / "best") is None
+
+
+def test_best_already_holding_this_steps_learner_is_not_written_again(tmp_path):
+    assert keep_if_best(run_at(tmp_path, 1000, [0.5], 1.0), result(0.90))
+    written = (tmp_path / "best" / "model.safetensors").stat().st_mtime_ns
+    # the final evaluation at the step of the last in-run one: the same learner
+    assert not keep_if_best(run_at(tmp_path, 1000, [0.5, 0.90], 1.0), result(0.90), final=True)
+    assert (tmp_path / "best" / "model.safetensors").stat().st_mtime_ns == written

@@ -9,7 +9,9 @@
         --final-episodes 50 --json antmaze.json
 
 ``--run-root`` keeps each run in a folder that outlives the command: Ctrl-C checkpoints the
-runs, the same command continues them (or extends them to a larger ``--budget``).
+runs, the same command continues them (or extends them to a larger ``--budget``); a run that
+finished writes its result to ``hgpo_vs_flat_result.json`` in its folder, and the same command
+reads it back instead of scoring that learner again.
 
 Each run trains from ``configs/hgpo_<env>.yaml`` and the flat config of ``FLAT`` (PPO on the
 grid, SAC+HER on the continuous mazes) and scores the final deterministic evaluation
@@ -126,8 +128,30 @@ def evaluate_checkpoint(run_dir: Path, folder: Path, overrides: list[str], episo
     return result.to_dict()
 
 
+RESULT_FILE = "hgpo_vs_flat_result.json"  # a finished run's result, in its --run-root folder
+
+
 def run_job(job: tuple) -> dict[str, Any]:
-    return run(*job)
+    """``run(*job)``; a kept run (``run_dir``) writes its result beside its checkpoints, and a
+    later command with the same budget and ``final_episodes`` reads it back instead of scoring
+    the same learner again (a run finished in an earlier session of a long benchmark)."""
+    config, seed, budget, goal_plot, run_dir, final_episodes = job
+    stamp = {"budget": budget, "final_episodes": final_episodes}
+    saved = run_dir / RESULT_FILE if run_dir is not None else None
+    if saved is not None and goal_plot is None and saved.exists():
+        kept = json.loads(saved.read_text())
+        if kept["stamp"] == stamp and has_checkpoint(run_dir) \
+                and latest_checkpoint(run_dir).name == kept["checkpoint"]:
+            print(f"{run_dir.name}: finished earlier, its result read from {RESULT_FILE}")
+            return kept["result"]
+    result = run(*job)
+    if saved is not None:
+        saved.write_text(json.dumps({"stamp": stamp, "checkpoint": latest_checkpoint(run_dir).name,
+                                     "result": result}, indent=2))
+        episodes = result["success_episodes"] or "the config's"
+        print(f"{run_dir.name}: success {result['success']:.2f} over {episodes} episodes",
+              flush=True)
+    return result
 
 
 _INTERRUPTED = False  # set in a pool worker once a run of its stopped on Ctrl-C

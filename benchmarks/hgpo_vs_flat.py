@@ -133,10 +133,11 @@ RESULT_FILE = "hgpo_vs_flat_result.json"  # a finished run's result, in its --ru
 
 def run_job(job: tuple) -> dict[str, Any]:
     """``run(*job)``; a kept run (``run_dir``) writes its result beside its checkpoints, and a
-    later command with the same budget and ``final_episodes`` reads it back instead of scoring
-    the same learner again (a run finished in an earlier session of a long benchmark)."""
+    later command with the same config, seed, budget and ``final_episodes`` reads it back
+    instead of scoring the same learner again (a run finished in an earlier session of a long
+    benchmark)."""
     config, seed, budget, goal_plot, run_dir, final_episodes = job
-    stamp = {"budget": budget, "final_episodes": final_episodes}
+    stamp = {"config": config, "seed": seed, "budget": budget, "final_episodes": final_episodes}
     saved = run_dir / RESULT_FILE if run_dir is not None else None
     if saved is not None and goal_plot is None and saved.exists():
         kept = json.loads(saved.read_text())

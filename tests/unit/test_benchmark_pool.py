@@ -62,3 +62,6 @@ def test_a_run_scored_on_more_final_episodes_reports_that_evaluation_and_keeps_i
     assert run_job(job) == json.loads(json.dumps(result))
     assert run_job((config, 0, 400, None, tmp_path / "run", 5))["success_episodes"] == 5
     assert run_job(job)["success_episodes"] == 3  # scored again: the kept one was for 5
+    other = {**config, "training": {**config["training"], "eval_freq": 200}}
+    assert run_job((other, 0, 400, None, tmp_path / "run", 3)) == {"success": 0.5,
+                                                                   "success_episodes": 3}

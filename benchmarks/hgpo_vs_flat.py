@@ -55,6 +55,7 @@ from agentic_rl.train.setup import build_algo, build_run
 from agentic_rl.train.state import restore_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import write_json  # noqa: E402
 from hgpo_plots import phi_traces, plot_curves, plot_goals, subgoal_traces  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -147,8 +148,8 @@ def run_job(job: tuple) -> dict[str, Any]:
             return kept["result"]
     result = run(*job)
     if saved is not None:
-        saved.write_text(json.dumps({"stamp": stamp, "checkpoint": latest_checkpoint(run_dir).name,
-                                     "result": result}, indent=2))
+        write_json(saved, {"stamp": stamp, "checkpoint": latest_checkpoint(run_dir).name,
+                           "result": result})
         episodes = result["success_episodes"] or "the config's"
         print(f"{run_dir.name}: success {result['success']:.2f} over {episodes} episodes",
               flush=True)
@@ -328,7 +329,7 @@ def main() -> None:
         if args.curves_plot is not None:
             plot_curves(result, names, args.curves_plot)
     result["wall_seconds"] = time.perf_counter() - start
-    args.json.write_text(json.dumps(result, indent=2))
+    write_json(args.json, result)
 
 
 if __name__ == "__main__":

@@ -152,34 +152,40 @@ def actor_backward(actor: nn.Module, activations: list[torch.Tensor], grad_heads
 
 
 @torch.no_grad()
-def sac_gradients(sac: Any, batch: dict[str, Any], x: torch.Tensor, next_x: torch.Tensor,
-                  prototype: tuple[torch.Tensor, torch.Tensor, float] | None
+def policy_sample(heads: torch.Tensor, rows: int, act_dim: int, generator: torch.Generator
                   ) -> dict[str, torch.Tensor]:
-    """Write the gradients of critic loss + actor loss (+ ``weight * distill_mse`` on the
-    prototype states ``x_p`` and actions ``a_p`` when ``prototype = (x_p, a_p, weight)``) +
-    temperature loss into ``.grad`` of every parameter; return the losses and statistics."""
-    actor, critic, alpha = sac.actor, sac.critic, sac.alpha
-    rows, act_dim = x.shape[0], actor.mean_head.out_features
-    inputs = [next_x, x] if prototype is None else [next_x, x, prototype[0]]
-    actor_activations, heads = actor_forward(actor, torch.cat(inputs))
-    # The stochastic part, over [s'; s], exactly as TanhGaussianActor.sample computes it.
+    """The tanh-Gaussian draw over the first ``2 * rows`` rows of the heads' output ``[R, 2a]``
+    (``[s'; s]``), exactly as ``TanhGaussianActor.sample`` computes it: ``action`` and
+    ``log_prob`` (``[2B, a]``, ``[2B]``), with the ``noise``, ``std`` and ``squashed_log_std``
+    (``tanh`` of the raw log-std) that the backward pass reads."""
     mean, raw_log_std = heads[: 2 * rows, :act_dim], heads[: 2 * rows, act_dim:]
     squashed_log_std = torch.tanh(raw_log_std)
     log_std = LOG_STD_MIN + LOG_STD_SCALE * (squashed_log_std + 1.0)
     std = log_std.exp()
-    noise = torch.randn(mean.shape, generator=sac.generator, device=mean.device, dtype=mean.dtype)
+    noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
     pre_tanh = mean + std * noise
     action = torch.tanh(pre_tanh)
     log_prob = gaussian_log_prob(noise, log_std) - tanh_log_det_jacobian(pre_tanh)
-    next_action, policy_action = action[:rows], action[rows:]
-    next_log_prob, policy_log_prob = log_prob[:rows], log_prob[rows:]
+    return {"action": action, "log_prob": log_prob, "noise": noise, "std": std,
+            "squashed_log_std": squashed_log_std}
 
+
+@torch.no_grad()
+def critic_gradients(sac: Any, batch: dict[str, Any], x: torch.Tensor, next_x: torch.Tensor,
+                     sample: dict[str, torch.Tensor]
+                     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Write the critic's gradients of its loss; return ``dL_actor / d pi(s)`` ``[B, a]``
+    (through ``-min_i Q_i(s, pi(s))``) and the critic's losses and statistics (``q_pi_min``
+    ``[B]`` among them, for the actor's loss). Sets ``batch["td_error"]`` under prioritised
+    replay."""
+    rows, act_dim = x.shape[0], sample["action"].shape[1]
+    next_action, policy_action = sample["action"][:rows], sample["action"][rows:]
     next_q = sac.target_critic(next_x, next_action)
-    target = losses.soft_q_target(batch["reward"], batch["terminated"], next_q, next_log_prob,
-                                  alpha, sac.config.gamma)
+    target = losses.soft_q_target(batch["reward"], batch["terminated"], next_q,
+                                  sample["log_prob"][:rows], sac.alpha, sac.config.gamma)
     critic_input = torch.cat([torch.cat([x, batch["action"]], dim=-1),
                               torch.cat([x, policy_action], dim=-1)])
-    critic_activations, q_all = critic_forward(critic, critic_input)
+    critic_activations, q_all = critic_forward(sac.critic, critic_input)
     q, q_pi = q_all[:, :rows], q_all[:, rows:]
     error = q - target.unsqueeze(0)
     weight = batch.get("weight")  # prioritised replay's importance-sampling weights [B]
@@ -188,35 +194,75 @@ def sac_gradients(sac: Any, batch: dict[str, Any], x: torch.Tensor, next_x: torc
     if weight is not None:
         batch["td_error"] = error.abs().amax(dim=0)
     q_pi_min, q_pi_argmin = q_pi.min(dim=0)
-    sac_loss = (alpha * policy_log_prob - q_pi_min).mean()
 
     # dL/dQ: critic loss on the first half, -min_i Q_i(s, pi(s)) / B on the second.
     grad_q = torch.zeros_like(q_all)
     torch.div(weighted, rows, out=grad_q[:, :rows])
     grad_q[:, rows:].scatter_(0, q_pi_argmin.unsqueeze(0), -1.0 / rows)
-    grad_action = critic_backward(critic, critic_activations, grad_q, rows, act_dim)
+    grad_action = critic_backward(sac.critic, critic_activations, grad_q, rows, act_dim)
+    return grad_action, {"critic_loss": critic_loss, "q_mean": q.mean(), "q_pi_min": q_pi_min}
 
-    # Through tanh squashing and the Gaussian: d log pi / d pre = 2 tanh(pre).
+
+@torch.no_grad()
+def head_gradients(heads: torch.Tensor, sample: dict[str, torch.Tensor],
+                   grad_action: torch.Tensor, alpha: torch.Tensor, rows: int) -> torch.Tensor:
+    """``[R - B, 2a]``: the SAC actor loss's gradient with respect to the heads' rows ``s``
+    (mean, then raw log-std), through the tanh squashing and the Gaussian
+    (d log pi / d pre-tanh = 2 tanh(pre-tanh)); rows past ``2B`` (prototype states) are left
+    unwritten."""
+    act_dim = grad_action.shape[1]
     coef = alpha / rows  # dL/d log pi per row
-    std_x, noise_x = std[rows:], noise[rows:]
+    policy_action = sample["action"][rows:]
+    squashed_log_std = sample["squashed_log_std"][rows:]
     grad_pre = grad_action * (1.0 - policy_action * policy_action) + (2.0 * coef) * policy_action
-    grad_log_std = grad_pre * std_x * noise_x - coef
+    grad_log_std = grad_pre * sample["std"][rows:] * sample["noise"][rows:] - coef
     grad_heads = torch.empty(heads.shape[0] - rows, 2 * act_dim, dtype=heads.dtype,
                              device=heads.device)
     grad_heads[:rows, :act_dim] = grad_pre
-    torch.mul(grad_log_std * LOG_STD_SCALE, 1.0 - squashed_log_std[rows:] * squashed_log_std[rows:],
+    torch.mul(grad_log_std * LOG_STD_SCALE, 1.0 - squashed_log_std * squashed_log_std,
               out=grad_heads[:rows, act_dim:])
+    return grad_heads
+
+
+@torch.no_grad()
+def distill_gradients(heads: torch.Tensor, grad_heads: torch.Tensor, rows: int,
+                      prototype_action: torch.Tensor, weight: float) -> torch.Tensor:
+    """Write ``weight * distill_mse``'s gradient into ``grad_heads``' prototype rows (past
+    ``B``; the deterministic action ``tanh(mean)`` against ``prototype_action [P, a]``) and
+    return the unweighted loss."""
+    act_dim = prototype_action.shape[1]
+    deterministic = torch.tanh(heads[2 * rows:, :act_dim])
+    difference = deterministic - prototype_action
+    distill = losses.distill_mse_loss(deterministic, prototype_action)
+    scale = 2.0 * weight / difference.numel()
+    torch.mul(difference * scale, 1.0 - deterministic * deterministic,
+              out=grad_heads[rows:, :act_dim])
+    grad_heads[rows:, act_dim:] = 0.0
+    return distill
+
+
+@torch.no_grad()
+def sac_gradients(sac: Any, batch: dict[str, Any], x: torch.Tensor, next_x: torch.Tensor,
+                  prototype: tuple[torch.Tensor, torch.Tensor, float] | None
+                  ) -> dict[str, torch.Tensor]:
+    """Write the gradients of critic loss + actor loss (+ ``weight * distill_mse`` on the
+    prototype states ``x_p`` and actions ``a_p`` when ``prototype = (x_p, a_p, weight)``) +
+    temperature loss into ``.grad`` of every parameter; return the losses and statistics."""
+    actor, alpha = sac.actor, sac.alpha
+    rows, act_dim = x.shape[0], actor.mean_head.out_features
+    inputs = [next_x, x] if prototype is None else [next_x, x, prototype[0]]
+    actor_activations, heads = actor_forward(actor, torch.cat(inputs))
+    sample = policy_sample(heads, rows, act_dim, sac.generator)
+    policy_log_prob = sample["log_prob"][rows:]
+    grad_action, critic_metrics = critic_gradients(sac, batch, x, next_x, sample)
+    sac_loss = (alpha * policy_log_prob - critic_metrics.pop("q_pi_min")).mean()
+    grad_heads = head_gradients(heads, sample, grad_action, alpha, rows)
     metrics: dict[str, torch.Tensor] = {"actor_sac_loss": sac_loss}
     total = sac_loss
     if prototype is not None:
         _, prototype_action, weight = prototype
-        deterministic = torch.tanh(heads[2 * rows:, :act_dim])
-        difference = deterministic - prototype_action
-        distill = losses.distill_mse_loss(deterministic, prototype_action)
+        distill = distill_gradients(heads, grad_heads, rows, prototype_action, weight)
         total = sac_loss + weight * distill
-        scale = 2.0 * weight / difference.numel()
-        torch.mul(difference * scale, 1.0 - deterministic * deterministic, out=grad_heads[rows:, :act_dim])
-        grad_heads[rows:, act_dim:] = 0.0
         metrics["actor_distill_loss"] = distill
     metrics["actor_total_loss"] = total
     actor_backward(actor, actor_activations, grad_heads, rows)
@@ -224,5 +270,6 @@ def sac_gradients(sac: Any, batch: dict[str, Any], x: torch.Tensor, next_x: torc
     entropy_error = policy_log_prob + sac.target_entropy
     alpha_loss = -(sac.log_alpha.detach() * entropy_error).mean()
     sac.log_alpha.grad = -entropy_error.mean()
-    return {"critic_loss": critic_loss, "alpha_loss": alpha_loss, "q_mean": q.mean(),
-            "entropy": -policy_log_prob.mean(), "policy_std": std_x.mean(), **metrics}
+    return {"critic_loss": critic_metrics["critic_loss"], "alpha_loss": alpha_loss,
+            "q_mean": critic_metrics["q_mean"], "entropy": -policy_log_prob.mean(),
+            "policy_std": sample["std"][rows:].mean(), **metrics}

@@ -55,8 +55,8 @@ def invariant_checks(invariant, parts: dict[str, tuple[int, int]] | None = None
 def _property_box_check(prop, start: int, stop: int) -> BoxCheck:
     if isinstance(prop, StateHalfspace):
         a = torch.as_tensor(prop.a, dtype=torch.float64)
-        return lambda lo, hi: (hi[:, start:stop] @ a.clamp_min(0) + lo[:, start:stop] @ a.clamp_max(0)
-                               <= prop.b)
+        return lambda lo, hi: (hi[:, start:stop] @ a.clamp_min(0)
+                               + lo[:, start:stop] @ a.clamp_max(0) <= prop.b)
     low = torch.as_tensor(prop.low, dtype=torch.float64)
     high = torch.as_tensor(prop.high, dtype=torch.float64)
     if isinstance(prop, StateBox):
@@ -103,7 +103,8 @@ def step_boxes(net: nn.Module, model: AffineStepModel, lo: Tensor, hi: Tensor
 
 def _rollouts(net: nn.Module, model: AffineStepModel, starts: np.ndarray, horizon: int,
               point_violates: PointCheck) -> tuple[int, int, np.ndarray] | None:
-    """Simulate the model from ``starts [N, n]``; first (start index, step, trajectory) that breaks."""
+    """Simulate the model from ``starts [N, n]``; the first (start index, step, trajectory)
+    that breaks the invariant, or None."""
     states, history = starts, [starts]
     dtype = _net_dtype(net)
     for step in range(horizon + 1):
@@ -118,6 +119,40 @@ def _rollouts(net: nn.Module, model: AffineStepModel, starts: np.ndarray, horizo
         states = model.step(states, actions)
         history.append(states)
     return None
+
+
+def _check_inputs(net: nn.Module, model: AffineStepModel, low: torch.Tensor,
+                  high: torch.Tensor) -> None:
+    """A clear error where the initial box or the policy's input does not fit the model."""
+    if low.shape != (model.state_dim,) or high.shape != low.shape:
+        raise ValueError(f"initial box must be [{model.state_dim}] (the model's state), "
+                         f"got {tuple(low.shape)} and {tuple(high.shape)}")
+    first = next((layer for layer in layers_of(net) if isinstance(layer, nn.Linear)), None)
+    if first is not None and first.in_features != model.state_dim:
+        raise ValueError(f"the policy takes {first.in_features} inputs but the step model's state "
+                         f"has {model.state_dim}; build the model over the policy input (e.g. "
+                         f"fetch_reach_step_model(state_dim={first.in_features}))")
+
+
+def _falsify(net: nn.Module, model: AffineStepModel, low: torch.Tensor, high: torch.Tensor,
+             horizon: int, point_violates: PointCheck, samples: int,
+             generator: torch.Generator | None) -> tuple[list, list, dict] | None:
+    """Model rollouts from the box's centre and ``samples`` uniform starts; for a start that
+    breaks the invariant (and breaks it again when replayed alone, as a user would):
+    ``(start [n], the policy's action there [m], details)``; None where none does."""
+    noise = torch.rand((samples, low.numel()), generator=generator, dtype=torch.float64)
+    starts = torch.cat([((low + high) / 2)[None], low + (high - low) * noise]).numpy()
+    found = _rollouts(net, model, starts, horizon, point_violates)
+    if found is None:
+        return None
+    replay = _rollouts(net, model, starts[found[0]:found[0] + 1], horizon, point_violates)
+    if replay is None:
+        return None
+    index, (_, step, trajectory) = found[0], replay
+    with torch.no_grad():
+        action = net(torch.as_tensor(starts[index:index + 1], dtype=_net_dtype(net)))[0]
+    return starts[index].tolist(), action.tolist(), {
+        "method": "model_rollout", "violation_step": step, "trajectory": trajectory.tolist()}
 
 
 def verify_closed_loop(
@@ -140,30 +175,14 @@ def verify_closed_loop(
     box_safe, point_violates = invariant_checks(invariant, parts)
     low = torch.as_tensor(initial_low, dtype=torch.float64)
     high = torch.as_tensor(initial_high, dtype=torch.float64)
-    if low.shape != (model.state_dim,) or high.shape != low.shape:
-        raise ValueError(f"initial box must be [{model.state_dim}] (the model's state), "
-                         f"got {tuple(low.shape)} and {tuple(high.shape)}")
-    first = next((layer for layer in layers_of(net) if isinstance(layer, nn.Linear)), None)
-    if first is not None and first.in_features != model.state_dim:
-        raise ValueError(f"the policy takes {first.in_features} inputs but the step model's state "
-                         f"has {model.state_dim}; build the model over the policy input (e.g. "
-                         f"fetch_reach_step_model(state_dim={first.in_features}))")
-    noise = torch.rand((samples, low.numel()), generator=generator, dtype=torch.float64)
-    starts = torch.cat([((low + high) / 2)[None], low + (high - low) * noise]).numpy()
-    found = _rollouts(net, model, starts, horizon, point_violates)
-    if found is not None:  # replay that start alone, as a user would, before reporting it
-        replay = _rollouts(net, model, starts[found[0]:found[0] + 1], horizon, point_violates)
-        found = None if replay is None else (found[0], replay[1], replay[2])
+    _check_inputs(net, model, low, high)
     assumption = {"unpredicted_entries_fixed_to_initial_box":
                   sorted(set(range(model.state_dim)) - set(int(i) for i in model.indices))}
-    if found is not None:
-        index, step, trajectory = found
-        with torch.no_grad():
-            action = net(torch.as_tensor(starts[index:index + 1], dtype=_net_dtype(net)))[0]
-        return VerifyResult(name, "falsified", time.perf_counter() - start_time,
-                            starts[index].tolist(), action.tolist(),
-                            {"method": "model_rollout", "violation_step": step,
-                             "trajectory": trajectory.tolist(), **assumption})
+    falsified = _falsify(net, model, low, high, horizon, point_violates, samples, generator)
+    if falsified is not None:
+        start, action, details = falsified
+        return VerifyResult(name, "falsified", time.perf_counter() - start_time, start, action,
+                            {**details, **assumption})
     queue_lo, queue_hi, width0, explored, per_box = low[None], high[None], high - low, 0, 0.0
     while queue_lo.shape[0]:
         elapsed = time.perf_counter() - start_time

@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -115,7 +116,8 @@ def format_results(results: list[VerifyResult]) -> str:
     rows = [("property", "status", "seconds", "detail")]
     for r in results:
         if r.status == "falsified":
-            detail = f"input {_short(r.counterexample)} -> output {_short(r.output_at_counterexample)}"
+            detail = (f"input {_short(r.counterexample)} -> "
+                      f"output {_short(r.output_at_counterexample)}")
         else:
             detail = str(r.details.get("reason", r.details.get("method", "")))
         rows.append((r.name, r.status, f"{r.seconds:.3f}", detail))
@@ -128,8 +130,9 @@ def _short(values: list[float] | None) -> str:
     return "[" + ", ".join(f"{v:.4g}" for v in values or []) + "]"
 
 
-def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str | Path | None = None,
-               out_file: str | Path | None = None, action_low: Sequence[float] | None = None,
+def verify_run(run_dir: str | Path, property_file: str | Path,
+               region_file: str | Path | None = None, out_file: str | Path | None = None,
+               action_low: Sequence[float] | None = None,
                action_high: Sequence[float] | None = None, max_seconds: float = 1.0,
                seed: int = 0) -> tuple[dict, list[VerifyResult]]:
     """``agentic-rl verify RUN_DIR --property FILE [--region FILE]`` as a function (grid-world
@@ -166,18 +169,7 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
                               "method": "exhaustive enumeration of (start, goal) pairs",
                               **results_report(results)}, run_dir, out_file), results
     policy = _executed_policy(tensors, config, folder, action_low, action_high)
-    region = load_region(region_file) if region_file is not None else properties.region
-    if region is None:
-        raise PropertyError(f"no region to verify over: pass --region FILE or add `region:` to "
-                            f"{property_file}")
-    low, high = region.bounds()
-    in_dim = next(layer for layer in policy if isinstance(layer, nn.Linear)).in_features
-    with torch.no_grad():
-        out_dim = policy(torch.zeros(1, in_dim)).shape[1]
-    if low.shape != (in_dim,):
-        raise PropertyError(f"the region has {low.shape[0]} entries but the policy takes "
-                            f"{in_dim} raw inputs [observation, desired_goal]; fix the region")
-    check_sizes(properties, in_dim, out_dim)
+    low, high, (in_dim, out_dim) = _region(properties, property_file, region_file, policy)
     model = declared_step_model(env.get("name", ""), in_dim, out_dim, env.get("kwargs"))
     results = verify_properties(policy, torch.as_tensor(low), torch.as_tensor(high), properties,
                                 model=model, max_seconds=max_seconds,
@@ -190,6 +182,26 @@ def verify_run(run_dir: str | Path, property_file: str | Path, region_file: str 
               "step_model": None if model is None else env.get("name"),
               **results_report(results)}
     return _write_report(report, run_dir, out_file), results
+
+
+def _region(properties, property_file: str | Path, region_file: str | Path | None,
+            policy: nn.Sequential) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+    """The region's bounds ``low, high [in]`` (``region_file``, else the property file's
+    ``region``) and the policy's ``(inputs, outputs)``, with a clear error where the region
+    or a property does not fit the policy."""
+    region = load_region(region_file) if region_file is not None else properties.region
+    if region is None:
+        raise PropertyError(f"no region to verify over: pass --region FILE or add `region:` to "
+                            f"{property_file}")
+    low, high = region.bounds()
+    in_dim = next(layer for layer in policy if isinstance(layer, nn.Linear)).in_features
+    with torch.no_grad():
+        out_dim = policy(torch.zeros(1, in_dim)).shape[1]
+    if low.shape != (in_dim,):
+        raise PropertyError(f"the region has {low.shape[0]} entries but the policy takes "
+                            f"{in_dim} raw inputs [observation, desired_goal]; fix the region")
+    check_sizes(properties, in_dim, out_dim)
+    return low, high, (in_dim, out_dim)
 
 
 def _executed_policy(tensors: dict, config: dict, folder: Path,

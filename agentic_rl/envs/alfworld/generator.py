@@ -259,20 +259,8 @@ def generate_games(out: str | Path, n: int, task_types: list[str] | None = None,
         Paths of the written ``game.tw-pddl`` files.
     """
     rooms = list(rooms or ROOMS)
-    if not task_types:
-        task_types = [t for t in TASK_TYPES if set(rooms) <= set(ROOMS)
-                      and any(_choose_task(t, r, random.Random(0)) for r in rooms)]
-    bad = sorted(set(task_types) - set(TASK_TYPES)) + sorted(set(rooms) - set(ROOMS))
-    if bad:
-        raise ValueError(f"Unknown task types/rooms {bad}; allowed task types {list(TASK_TYPES)}, "
-                         f"rooms {list(ROOMS)}")
+    task_types = _checked_task_types(task_types, rooms)
     rng = random.Random(seed)
-    feasible = [t for t in task_types if any(_choose_task(t, r, random.Random(0)) for r in rooms)]
-    if len(feasible) < len(task_types):
-        missing = sorted(set(task_types) - set(feasible))
-        raise ValueError(f"Task types {missing} cannot be made in rooms {rooms} (e.g. "
-                         "look_at_obj_in_light needs a desk lamp: bedroom or livingroom; "
-                         "clean/heat/cool need a kitchen or bathroom appliance)")
     written: list[Path] = []
     attempts = 0
     while len(written) < n:
@@ -292,14 +280,40 @@ def generate_games(out: str | Path, n: int, task_types: list[str] | None = None,
             continue
         trial = (Path(out) / f"{task_type}-{spec.target}-None-{spec.parent}-{index}"
                  / f"trial_gen_{seed}_{index:05d}")
-        trial.mkdir(parents=True, exist_ok=True)
-        traj = {"task_id": trial.name, "task_type": task_type, "goal": goal,
-                "pddl_params": {"object_target": spec.target, "parent_target": spec.parent,
-                                "toggle_target": spec.toggle, "mrecep_target": "",
-                                "object_sliced": False},
-                "turk_annotations": {"anns": [{"task_desc": goal}]}, "room": spec.room}
-        (trial / "initial_state.pddl").write_text(problem)
-        (trial / "traj_data.json").write_text(json.dumps(traj, indent=1))
-        (trial / "game.tw-pddl").write_text(json.dumps(game))
-        written.append(trial / "game.tw-pddl")
+        written.append(_write_trial(trial, task_type, spec, goal, problem, game))
     return written
+
+
+def _checked_task_types(task_types: list[str] | None, rooms: list[str]) -> list[str]:
+    """The task types to generate (default: those ``rooms`` allow), with a clear error for an
+    unknown task type or room, or a task type none of the rooms can host."""
+    if not task_types:
+        task_types = [t for t in TASK_TYPES if set(rooms) <= set(ROOMS)
+                      and any(_choose_task(t, r, random.Random(0)) for r in rooms)]
+    bad = sorted(set(task_types) - set(TASK_TYPES)) + sorted(set(rooms) - set(ROOMS))
+    if bad:
+        raise ValueError(f"Unknown task types/rooms {bad}; allowed task types {list(TASK_TYPES)}, "
+                         f"rooms {list(ROOMS)}")
+    feasible = [t for t in task_types if any(_choose_task(t, r, random.Random(0)) for r in rooms)]
+    if len(feasible) < len(task_types):
+        missing = sorted(set(task_types) - set(feasible))
+        raise ValueError(f"Task types {missing} cannot be made in rooms {rooms} (e.g. "
+                         "look_at_obj_in_light needs a desk lamp: bedroom or livingroom; "
+                         "clean/heat/cool need a kitchen or bathroom appliance)")
+    return task_types
+
+
+def _write_trial(trial: Path, task_type: str, spec: GameSpec, goal: str, problem: str,
+                 game: dict) -> Path:
+    """Write one trial folder as ALFWorld lays them out (``initial_state.pddl``,
+    ``traj_data.json``, ``game.tw-pddl``); returns the game file's path."""
+    trial.mkdir(parents=True, exist_ok=True)
+    traj = {"task_id": trial.name, "task_type": task_type, "goal": goal,
+            "pddl_params": {"object_target": spec.target, "parent_target": spec.parent,
+                            "toggle_target": spec.toggle, "mrecep_target": "",
+                            "object_sliced": False},
+            "turk_annotations": {"anns": [{"task_desc": goal}]}, "room": spec.room}
+    (trial / "initial_state.pddl").write_text(problem)
+    (trial / "traj_data.json").write_text(json.dumps(traj, indent=1))
+    (trial / "game.tw-pddl").write_text(json.dumps(game))
+    return trial / "game.tw-pddl"

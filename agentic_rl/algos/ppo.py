@@ -137,33 +137,44 @@ def ppo_epochs(
         order = torch.randperm(size, generator=generator, device=generator.device)
         for start in range(0, size, config.minibatch_size):
             mb = {k: v[order[start : start + config.minibatch_size]] for k, v in batch.items()}
-            advantage = mb["advantage"]
-            if config.normalize_advantage:
-                advantage = normalize_advantages(advantage)
-            log_prob, entropy = evaluate(mb)
-            pi_loss, approx_kl, clip_frac = ppo_policy_loss(
-                log_prob, mb["log_prob"], advantage, config.clip_range
-            )
-            v_loss = value_loss(value_fn(mb), mb["return"], mb["value"], config.value_clip_range)
-            loss = pi_loss + config.vf_coef * v_loss - ent_coef * entropy.mean()
-            if extra_loss is not None:
-                loss = loss + extra_loss(mb)
+            loss, stats = minibatch_loss(mb, evaluate, value_fn, config, ent_coef, extra_loss)
             optimizer.zero_grad()
             loss.backward()
             nn.utils.clip_grad_norm_(params, config.max_grad_norm)
             optimizer.step()
-            for key, value in (
-                ("losses/policy_loss", pi_loss),
-                ("losses/value_loss", v_loss),
-                ("losses/entropy", entropy.mean()),
-                ("train/approx_kl", approx_kl),
-                ("train/clip_fraction", clip_frac),
-            ):
+            for key, value in stats.items():
                 sums[key] = sums.get(key, 0.0) + float(value.detach())
             count += 1
-        if config.target_kl is not None and float(approx_kl) > config.target_kl:
+        if config.target_kl is not None and float(stats["train/approx_kl"]) > config.target_kl:
             break
     return {key: value / count for key, value in sums.items()}
+
+
+def minibatch_loss(
+    mb: dict[str, torch.Tensor],
+    evaluate: Callable[[dict[str, torch.Tensor]], tuple[torch.Tensor, torch.Tensor]],
+    value_fn: Callable[[dict[str, torch.Tensor]], torch.Tensor],
+    config: Any,
+    ent_coef: float,
+    extra_loss: Callable[[dict[str, torch.Tensor]], torch.Tensor] | None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """PPO's loss on one minibatch (clipped policy loss + ``vf_coef`` value loss - entropy
+    bonus + ``extra_loss``) and its 0-dim statistics under their ``losses/*`` and
+    ``train/*`` names (arguments as ``ppo_epochs``)."""
+    advantage = mb["advantage"]
+    if config.normalize_advantage:
+        advantage = normalize_advantages(advantage)
+    log_prob, entropy = evaluate(mb)
+    pi_loss, approx_kl, clip_frac = ppo_policy_loss(
+        log_prob, mb["log_prob"], advantage, config.clip_range
+    )
+    v_loss = value_loss(value_fn(mb), mb["return"], mb["value"], config.value_clip_range)
+    loss = pi_loss + config.vf_coef * v_loss - ent_coef * entropy.mean()
+    if extra_loss is not None:
+        loss = loss + extra_loss(mb)
+    return loss, {"losses/policy_loss": pi_loss, "losses/value_loss": v_loss,
+                  "losses/entropy": entropy.mean(), "train/approx_kl": approx_kl,
+                  "train/clip_fraction": clip_frac}
 
 
 class OnPolicyLearner:

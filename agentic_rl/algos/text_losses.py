@@ -12,12 +12,12 @@ Checked against hand computations in ``tests/unit/test_text_losses.py``.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 
-from agentic_rl.data.text_episodes import TextEpisode
+from agentic_rl.data.text_episodes import TextEpisode, discounted_returns
 
 
 def command_cross_entropy(logits: torch.Tensor, target: torch.Tensor,
@@ -143,3 +143,25 @@ def success_shaping(potential: np.ndarray, ends_period: np.ndarray,
     following = np.append(potential[1:], 0.0)
     value = np.where(ends_period, np.asarray(period_succeeds, np.float64), following)
     return (value - potential).astype(np.float32)
+
+
+def step_advantages(episodes: Sequence[TextEpisode], config: Any
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-step ``(advantages, returns)`` ``[S]``, the episodes' steps in order, by the
+    ``TextOPDConfig`` fields ``rl`` (``ppo``: GAE per episode) and ``advantage`` (``episode``:
+    the episode's return against its game group; ``hog``: hierarchy-of-groups over matching
+    observation histories)."""
+    c = config
+    if c.rl == "ppo":
+        pairs = [gae_episode(e, c.gamma, c.gae_lambda) for e in episodes]
+        return np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs])
+    returns = np.concatenate([discounted_returns(e.reward, c.gamma) for e in episodes])
+    games = [e.game for e in episodes]
+    if c.advantage == "episode":
+        totals = np.asarray([float(e.reward.sum()) for e in episodes])
+        episode_adv, _ = group_advantages(totals, np.unique(games, return_inverse=True)[1],
+                                          c.normalize_std)
+        return np.repeat(episode_adv, [len(e) for e in episodes]), returns
+    observations = [e.observation * 1_000_003 + e.inventory for e in episodes]
+    groups = context_groups(games, observations, c.hog_levels)
+    return hierarchy_of_groups_advantages(returns, groups, c.hog_alpha, c.normalize_std), returns

@@ -30,18 +30,11 @@ from agentic_rl.algos.hgpo_losses import ppo_policy_loss, value_loss
 from agentic_rl.algos.spaces import resolve_device
 from agentic_rl.algos.schedule import value_at
 from agentic_rl.algos.text_manager import LearnedManagerTrainer, success_rewards
-from agentic_rl.algos.text_losses import (
-    command_cross_entropy,
-    context_groups,
-    gae_episode,
-    group_advantages,
-    hierarchy_of_groups_advantages,
-)
+from agentic_rl.algos.text_losses import command_cross_entropy, step_advantages
 from agentic_rl.algos.text_opd_config import ManagerConfig, TextOPDConfig
 from agentic_rl.data.storage import StorageSpec
 from agentic_rl.data.text_episode_arrays import with_final_step
-from agentic_rl.data.text_episodes import (TextEpisode, collate, discounted_returns,
-                                           episodes_from_demos)
+from agentic_rl.data.text_episodes import TextEpisode, collate, episodes_from_demos
 from agentic_rl.data.text_storage import (IMITATE, TextBatch, TextEpisodeStorage,
                                           TextStorageSettings)
 from agentic_rl.data.text_table import TextTable
@@ -254,27 +247,11 @@ class TextOPD:
 
     def advantages(self, episodes: list[TextEpisode], rewards: list[np.ndarray] | None = None
                    ) -> tuple[np.ndarray, np.ndarray]:
-        """Per-step ``(advantages, returns)`` in episode order, by ``rl`` and ``advantage``;
+        """Per-step ``(advantages, returns)`` in episode order (``text_losses.step_advantages``);
         ``rewards`` replaces the episodes' own (shaped rewards)."""
-        c = self.config
         if rewards is not None:
             episodes = [dataclasses.replace(e, reward=r) for e, r in zip(episodes, rewards)]
-        if c.rl == "ppo":
-            pairs = [gae_episode(e, c.gamma, c.gae_lambda) for e in episodes]
-            return (np.concatenate([p[0] for p in pairs]),
-                    np.concatenate([p[1] for p in pairs]))
-        returns = np.concatenate([discounted_returns(e.reward, c.gamma) for e in episodes])
-        games = [e.game for e in episodes]
-        if c.advantage == "episode":
-            totals = np.asarray([float(e.reward.sum()) for e in episodes])
-            episode_adv, _ = group_advantages(totals, np.unique(games, return_inverse=True)[1],
-                                              c.normalize_std)
-            lengths = [len(e) for e in episodes]
-            return np.repeat(episode_adv, lengths), returns
-        observations = [e.observation * 1_000_003 + e.inventory for e in episodes]
-        groups = context_groups(games, observations, c.hog_levels)
-        return hierarchy_of_groups_advantages(returns, groups, c.hog_alpha,
-                                              c.normalize_std), returns
+        return step_advantages(episodes, self.config)
 
     def _step(self, loss: torch.Tensor) -> None:
         self.optimizer.zero_grad()
@@ -312,26 +289,10 @@ class TextOPD:
             order = torch.randperm(len(episodes), generator=self.generator).tolist()
             for start in range(0, len(order), c.minibatch_episodes):
                 chosen = order[start : start + c.minibatch_episodes]
-                minibatch = [episodes[i] for i in chosen]
                 steps = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in chosen])
-                batch = self._to_device(collate(minibatch, self._subgoals(), self.table.texts))
-                success, log_prob, values, entropy = self._step_log_probs(batch)
-                old = batch["log_prob"][batch["step_mask"]]
-                adv = torch.from_numpy(advantages[steps]).to(self.device)
-                pg, kl, clip = ppo_policy_loss(log_prob, old, adv, c.clip_range)
-                loss = pg - c.ent_coef * entropy.mean()
-                metrics = {"losses/policy_loss": pg, "train/approx_kl": kl,
-                           "train/clip_fraction": clip, "losses/entropy": entropy.mean()}
-                if c.rl == "ppo":
-                    v_loss = value_loss(values, torch.from_numpy(returns[steps]).to(self.device))
-                    loss = loss + c.vf_coef * v_loss
-                    metrics["losses/value_loss"] = v_loss
-                if success is not None:
-                    target = torch.from_numpy(labels[steps]).to(self.device)
-                    predictor = nn.functional.binary_cross_entropy_with_logits(success, target)
-                    loss = loss + predictor  # the head reads a detached state
-                    metrics["losses/success_predictor"] = predictor
-                    metrics["train/subgoal_success_rate"] = target.mean()
+                targets = {"advantage": advantages[steps], "return": returns[steps],
+                           "success": None if labels is None else labels[steps]}
+                loss, metrics = self._minibatch_loss([episodes[i] for i in chosen], targets)
                 prototypes = sample_prototypes(c.distill_batch_episodes) if alpha > 0 else None
                 if prototypes:
                     distill = self.distill_loss(prototypes)
@@ -349,6 +310,33 @@ class TextOPD:
         out["train/opd_alpha"] = alpha
         out["train/advantage_abs_mean"] = float(np.abs(advantages).mean())
         return out
+
+    def _minibatch_loss(self, minibatch: list[TextEpisode], targets: dict[str, Any]
+                        ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The clipped policy loss - entropy bonus (+ the value loss for ``rl=ppo``, + the
+        success predictor's loss) on ``minibatch``, and its 0-dim statistics. ``targets``:
+        the minibatch's steps' ``advantage``, ``return`` and ``success`` labels (or None),
+        ``[S]`` arrays in episode order."""
+        c = self.config
+        batch = self._to_device(collate(minibatch, self._subgoals(), self.table.texts))
+        success, log_prob, values, entropy = self._step_log_probs(batch)
+        old = batch["log_prob"][batch["step_mask"]]
+        adv = torch.from_numpy(targets["advantage"]).to(self.device)
+        pg, kl, clip = ppo_policy_loss(log_prob, old, adv, c.clip_range)
+        loss = pg - c.ent_coef * entropy.mean()
+        metrics = {"losses/policy_loss": pg, "train/approx_kl": kl,
+                   "train/clip_fraction": clip, "losses/entropy": entropy.mean()}
+        if c.rl == "ppo":
+            v_loss = value_loss(values, torch.from_numpy(targets["return"]).to(self.device))
+            loss = loss + c.vf_coef * v_loss
+            metrics["losses/value_loss"] = v_loss
+        if success is not None:
+            target = torch.from_numpy(targets["success"]).to(self.device)
+            predictor = nn.functional.binary_cross_entropy_with_logits(success, target)
+            loss = loss + predictor  # the head reads a detached state
+            metrics["losses/success_predictor"] = predictor
+            metrics["train/subgoal_success_rate"] = target.mean()
+        return loss, metrics
 
     # ------------------------------------------------------------------ persistence
     def state_dict(self) -> dict[str, Any]:

@@ -8,7 +8,9 @@ sequence. A lost episode whose Manager always chose the expert's subgoal is the 
 
 RUN is a run folder (its ``best/``, else its latest checkpoint) or a model folder; the games
 are the last ``--games`` of each type in the config's train data that no demonstration used.
-Greedy, as evaluation; the expert only labels, it never acts or plans for the agent.
+Greedy, as evaluation; the expert only labels, it never acts or plans for the agent. RL
+training may have played these games (they are in its schedule unless the run held them out):
+the trace is a development signal chosen away from valid_seen, not a held-out score.
 """
 
 from __future__ import annotations

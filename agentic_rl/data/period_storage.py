@@ -3,7 +3,10 @@
 The Worker's replay holds one row per env step with the current subgoal as its desired goal;
 the Manager's holds one row per period: its start observation, the env goal, the subgoal (its
 action), the env reward summed over the period and the observation where the period ended.
-Both relabel goals with HER at sample time. Which rows an env step makes is the algorithm's
+Both relabel goals with HER at sample time. Where a level's HER is on, every sampled row's
+reward, relabelled or not, is the reward function at the row's last state: a Manager row then
+earns the reward of the state its period ended in (-1 or 0 per period for a sparse env, HAC's
+upper-level reward), not the stored sum. Which rows an env step makes is the algorithm's
 business (``rows``); this module does the period bookkeeping, the update schedule of each
 level (``update_every``) and the checkpoint.
 """

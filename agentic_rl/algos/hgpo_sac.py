@@ -6,7 +6,8 @@ space (a box ``[-goal_scale, goal_scale]^G``); it picks one at episode start and
 learn from their own replay with hindsight relabelling (``data.period_storage`` keeps
 the data): the Worker's transitions store the subgoal as their desired goal, so HER teaches it to
 reach any achieved goal; a Manager transition spans one period (start observation, subgoal,
-env reward summed over the period, observation at the period's end). Off-policy correction
+env reward summed over the period, observation at the period's end; with the Manager's HER
+on, its reward is recomputed at the period's end state instead). Off-policy correction
 for the Manager: with probability ``hindsight_actions`` a stored subgoal is replaced by the
 goal the Worker actually achieved in that period (HAC's hindsight action transitions), so
 old Manager data stays valid as the Worker changes.

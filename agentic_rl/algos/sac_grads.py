@@ -172,17 +172,16 @@ def policy_sample(heads: torch.Tensor, rows: int, act_dim: int, generator: torch
 
 @torch.no_grad()
 def critic_gradients(sac: Any, batch: dict[str, Any], x: torch.Tensor, next_x: torch.Tensor,
-                     sample: dict[str, torch.Tensor]
-                     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+                     sample: dict[str, torch.Tensor], alpha: torch.Tensor
+                     ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
     """Write the critic's gradients of its loss; return ``dL_actor / d pi(s)`` ``[B, a]``
-    (through ``-min_i Q_i(s, pi(s))``) and the critic's losses and statistics (``q_pi_min``
-    ``[B]`` among them, for the actor's loss). Sets ``batch["td_error"]`` under prioritised
-    replay."""
+    (through ``-min_i Q_i(s, pi(s))``), that minimum ``[B]`` (the actor's loss reads it) and
+    the critic's loss and mean Q. Sets ``batch["td_error"]`` under prioritised replay."""
     rows, act_dim = x.shape[0], sample["action"].shape[1]
     next_action, policy_action = sample["action"][:rows], sample["action"][rows:]
     next_q = sac.target_critic(next_x, next_action)
     target = losses.soft_q_target(batch["reward"], batch["terminated"], next_q,
-                                  sample["log_prob"][:rows], sac.alpha, sac.config.gamma)
+                                  sample["log_prob"][:rows], alpha, sac.config.gamma)
     critic_input = torch.cat([torch.cat([x, batch["action"]], dim=-1),
                               torch.cat([x, policy_action], dim=-1)])
     critic_activations, q_all = critic_forward(sac.critic, critic_input)
@@ -200,7 +199,7 @@ def critic_gradients(sac: Any, batch: dict[str, Any], x: torch.Tensor, next_x: t
     torch.div(weighted, rows, out=grad_q[:, :rows])
     grad_q[:, rows:].scatter_(0, q_pi_argmin.unsqueeze(0), -1.0 / rows)
     grad_action = critic_backward(sac.critic, critic_activations, grad_q, rows, act_dim)
-    return grad_action, {"critic_loss": critic_loss, "q_mean": q.mean(), "q_pi_min": q_pi_min}
+    return grad_action, q_pi_min, {"critic_loss": critic_loss, "q_mean": q.mean()}
 
 
 @torch.no_grad()
@@ -254,8 +253,9 @@ def sac_gradients(sac: Any, batch: dict[str, Any], x: torch.Tensor, next_x: torc
     actor_activations, heads = actor_forward(actor, torch.cat(inputs))
     sample = policy_sample(heads, rows, act_dim, sac.generator)
     policy_log_prob = sample["log_prob"][rows:]
-    grad_action, critic_metrics = critic_gradients(sac, batch, x, next_x, sample)
-    sac_loss = (alpha * policy_log_prob - critic_metrics.pop("q_pi_min")).mean()
+    grad_action, q_pi_min, critic_metrics = critic_gradients(sac, batch, x, next_x, sample,
+                                                             alpha)
+    sac_loss = (alpha * policy_log_prob - q_pi_min).mean()
     grad_heads = head_gradients(heads, sample, grad_action, alpha, rows)
     metrics: dict[str, torch.Tensor] = {"actor_sac_loss": sac_loss}
     total = sac_loss

@@ -45,6 +45,9 @@ class Progress:
             self._pending = (step, last_success)
             return
         self._next_update, self._pending = now + UPDATE_SECONDS, None
+        self._draw(step, last_success)
+
+    def _draw(self, step: int, last_success: float) -> None:
         speed = self._bar.tasks[0].speed
         self._bar.update(self._task, completed=step,
                          speed=f"{speed:.0f}" if speed else "-",
@@ -53,6 +56,5 @@ class Progress:
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
             if self._pending is not None:
-                self._next_update = 0.0
-                self.update(*self._pending)
+                self._draw(*self._pending)
             self._bar.__exit__(*exc)

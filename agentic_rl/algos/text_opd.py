@@ -26,12 +26,12 @@ import torch
 from torch import nn
 
 from agentic_rl.algos.base import ActMode, check_mode, check_own_action
-from agentic_rl.algos.hgpo_losses import ppo_policy_loss, value_loss
 from agentic_rl.algos.spaces import resolve_device
 from agentic_rl.algos.schedule import value_at
 from agentic_rl.algos.text_manager import LearnedManagerTrainer, success_rewards
 from agentic_rl.algos.text_losses import command_cross_entropy, step_advantages
 from agentic_rl.algos.text_opd_config import ManagerConfig, TextOPDConfig
+from agentic_rl.algos.text_opd_update import group_update
 from agentic_rl.data.storage import StorageSpec
 from agentic_rl.data.text_episode_arrays import with_final_step
 from agentic_rl.data.text_episodes import TextEpisode, collate, episodes_from_demos
@@ -155,7 +155,7 @@ class TextOPD:
         memory = self.policy.initial_state(count).to(self.device) if state is None else state
         if "is_first" in obs:
             memory = memory * (~obs["is_first"]).to(self.device, torch.float32)[None, :, None]
-        logits, values, memory = self._policy(step, memory)
+        logits, values, memory = self.forward(step, memory)
         log_prob = torch.log_softmax(logits[:, 0], -1)
         if mode == "deterministic":
             action = log_prob.argmax(-1)
@@ -182,8 +182,8 @@ class TextOPD:
         if final is None or self.config.rl != "ppo":
             return
         extended = with_final_step(episode, final)
-        batch = self._to_device(collate([extended], self._subgoals(), self.table.texts))
-        _, values, _ = self._policy(batch)
+        batch = self.to_device(collate([extended], self.subgoal_table(), self.table.texts))
+        _, values, _ = self.forward(batch)
         episode.bootstrap_value = float(values[0, len(episode)])
 
     def update(self, batch: TextBatch) -> dict[str, float]:
@@ -195,9 +195,9 @@ class TextOPD:
             if self.manager is not None:
                 metrics |= self.manager.imitation_step(self.generator)
             return metrics
-        return self.group_update(batch.episodes, batch.prototypes)
+        return group_update(self, batch.episodes, batch.prototypes)
 
-    def _policy(self, batch: dict[str, torch.Tensor], memory: torch.Tensor | None = None,
+    def forward(self, batch: dict[str, torch.Tensor], memory: torch.Tensor | None = None,
                 success: bool = False):
         """The policy's forward pass, with the object feature added to ``batch`` if used."""
         if self.policy.object_embed is not None:
@@ -205,40 +205,29 @@ class TextOPD:
             batch = {**batch, "object": flags.to(self.device)}
         return self.policy(self.embeddings(), batch, memory, success)
 
-    def _subgoals(self) -> torch.Tensor | None:
+    def subgoal_table(self) -> torch.Tensor | None:
         """The (CPU) table ``collate`` turns subgoal ids into vectors with."""
         return self.table.tensor() if self.config.manager is not None else None
 
-    def _to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return {key: value.to(self.device) for key, value in batch.items()}
 
-    # ------------------------------------------------------------------ losses
-    def _step_log_probs(self, batch: dict[str, torch.Tensor]):
-        """``(success logits or None, chosen log-probs, values, entropies)`` of real steps."""
-        success = self.policy.success_mlp is not None
-        logits, values, _, *head = self._policy(batch, success=success)
-        mask = batch["step_mask"]
-        logits, values = logits[mask], values[mask]
-        log_prob = torch.log_softmax(logits, -1)
-        chosen = log_prob.gather(-1, batch["action"][mask].unsqueeze(-1)).squeeze(-1)
-        probs = log_prob.exp()
-        entropy = -(probs * log_prob.masked_fill(probs == 0, 0.0)).sum(-1)
-        return (head[0][mask] if head else None), chosen, values, entropy
-
+    # ------------------------------------------------------------------ losses (the group
+    # update's epochs: ``text_opd_update``)
     @torch.no_grad()
     def success_signals(self, episodes: list[TextEpisode]
                         ) -> tuple[list[np.ndarray], np.ndarray]:
         """Shaped rewards and success labels (``text_manager.success_rewards``) from the
         predictor's chances on every step of ``episodes``."""
-        batch = self._to_device(collate(episodes, self._subgoals(), self.table.texts))
-        chance = torch.sigmoid(self._policy(batch, success=True)[3]).cpu()
+        batch = self.to_device(collate(episodes, self.subgoal_table(), self.table.texts))
+        chance = torch.sigmoid(self.forward(batch, success=True)[3]).cpu()
         return success_rewards(self.table.texts, episodes, chance.numpy(),
                                self.config.manager.period, self.config.success_predictor)
 
     def distill_loss(self, prototypes: list[TextEpisode]) -> torch.Tensor:
         """Cross-entropy toward the prototype commands of a batch of episodes."""
-        batch = self._to_device(collate(prototypes, self._subgoals(), self.table.texts))
-        logits, _, _ = self._policy(batch)
+        batch = self.to_device(collate(prototypes, self.subgoal_table(), self.table.texts))
+        logits, _, _ = self.forward(batch)
         mask = batch["step_mask"]
         logits, target = logits[mask], batch["action"][mask]
         # a prototype command the policy masks (avoid_revisits) cannot be imitated
@@ -253,7 +242,8 @@ class TextOPD:
             episodes = [dataclasses.replace(e, reward=r) for e, r in zip(episodes, rewards)]
         return step_advantages(episodes, self.config)
 
-    def _step(self, loss: torch.Tensor) -> None:
+    def gradient_step(self, loss: torch.Tensor) -> None:
+        """One optimiser step on ``loss`` (0-dim), gradients clipped to ``max_grad_norm``."""
         self.optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(self.policy.parameters(), self.config.max_grad_norm)
@@ -264,79 +254,8 @@ class TextOPD:
         if not prototypes:
             return {}
         loss = self.distill_loss(prototypes)
-        self._step(loss)
+        self.gradient_step(loss)
         return {"losses/distill_loss": float(loss.detach())}
-
-    def group_update(self, episodes: list[TextEpisode], sample_prototypes) -> dict[str, float]:
-        """RL (+ distillation) epochs over one batch of rollout episodes.
-
-        Args:
-            episodes: the batch's rollouts (``group_size`` per game for ``rl=group``).
-            sample_prototypes: ``n -> list[TextEpisode]`` (or None when there are none).
-
-        Returns:
-            Mean ``losses/*`` and ``train/*`` metrics.
-        """
-        c = self.config
-        alpha = self.opd_alpha()
-        rewards, labels = (self.success_signals(episodes) if self.policy.success_mlp is not None
-                           else (None, None))
-        advantages, returns = self.advantages(episodes, rewards)
-        bounds = np.concatenate([[0], np.cumsum([len(e) for e in episodes])])
-        sums: dict[str, float] = {}
-        count = 0
-        for _ in range(c.n_epochs):
-            order = torch.randperm(len(episodes), generator=self.generator).tolist()
-            for start in range(0, len(order), c.minibatch_episodes):
-                chosen = order[start : start + c.minibatch_episodes]
-                steps = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in chosen])
-                targets = {"advantage": advantages[steps], "return": returns[steps],
-                           "success": None if labels is None else labels[steps]}
-                loss, metrics = self._minibatch_loss([episodes[i] for i in chosen], targets)
-                prototypes = sample_prototypes(c.distill_batch_episodes) if alpha > 0 else None
-                if prototypes:
-                    distill = self.distill_loss(prototypes)
-                    loss = loss + alpha * distill
-                    metrics["losses/distill_loss"] = distill
-                self._step(loss)
-                for key, value in metrics.items():
-                    sums[key] = sums.get(key, 0.0) + float(value.detach())
-                count += 1
-        self.updates += 1
-        out = {key: value / max(count, 1) for key, value in sums.items()}
-        if self.manager is not None and c.manager.rl == "group":
-            out |= self.manager.group_update(episodes, c.manager.period, alpha, c.n_epochs,
-                                             c.clip_range, self.generator)
-        out["train/opd_alpha"] = alpha
-        out["train/advantage_abs_mean"] = float(np.abs(advantages).mean())
-        return out
-
-    def _minibatch_loss(self, minibatch: list[TextEpisode], targets: dict[str, Any]
-                        ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """The clipped policy loss - entropy bonus (+ the value loss for ``rl=ppo``, + the
-        success predictor's loss) on ``minibatch``, and its 0-dim statistics. ``targets``:
-        the minibatch's steps' ``advantage``, ``return`` and ``success`` labels (or None),
-        ``[S]`` arrays in episode order."""
-        c = self.config
-        batch = self._to_device(collate(minibatch, self._subgoals(), self.table.texts))
-        success, log_prob, values, entropy = self._step_log_probs(batch)
-        old = batch["log_prob"][batch["step_mask"]]
-        adv = torch.from_numpy(targets["advantage"]).to(self.device)
-        pg, kl, clip = ppo_policy_loss(log_prob, old, adv, c.clip_range)
-        loss = pg - c.ent_coef * entropy.mean()
-        metrics = {"losses/policy_loss": pg, "train/approx_kl": kl,
-                   "train/clip_fraction": clip, "losses/entropy": entropy.mean()}
-        if c.rl == "ppo":
-            v_loss = value_loss(values, torch.from_numpy(targets["return"]).to(self.device))
-            loss = loss + c.vf_coef * v_loss
-            metrics["losses/value_loss"] = v_loss
-        if success is not None:
-            target = torch.from_numpy(targets["success"]).to(self.device)
-            predictor = nn.functional.binary_cross_entropy_with_logits(success, target)
-            loss = loss + predictor  # the head reads a detached state
-            metrics["losses/success_predictor"] = predictor
-            metrics["train/subgoal_success_rate"] = target.mean()
-        return loss, metrics
 
     # ------------------------------------------------------------------ persistence
     def state_dict(self) -> dict[str, Any]:

@@ -15,13 +15,11 @@ import pytest
 pytest.importorskip("alfworld")
 pytest.importorskip("textworld")
 
-from agentic_rl.envs.alfworld.data import (  # noqa: E402
-    TASK_TYPES,
-    ALFWorldDataError,
+from agentic_rl.envs.alfworld.data import TASK_TYPES, ALFWorldDataError, list_games  # noqa: E402
+from agentic_rl.envs.alfworld.games import (  # noqa: E402
     build_game,
     convert_game,
     goal_from_grammar,
-    list_games,
     shipped_logic,
 )
 

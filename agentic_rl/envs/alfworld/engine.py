@@ -20,7 +20,7 @@ import functools
 import json
 from typing import Any
 
-from agentic_rl.envs.alfworld.data import ensure_alfworld_data_env
+from agentic_rl.envs.alfworld.install import ensure_alfworld_data_env
 
 ensure_alfworld_data_env()
 

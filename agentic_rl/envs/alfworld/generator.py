@@ -15,7 +15,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentic_rl.envs.alfworld.data import TASK_TYPES, build_game
+from agentic_rl.envs.alfworld.data import TASK_TYPES
+from agentic_rl.envs.alfworld.games import build_game
 
 FOOD = ["Apple", "Tomato", "Potato", "Egg", "Lettuce", "Bread"]
 DISHES = ["Mug", "Cup", "Bowl", "Plate", "Pan", "Pot"]

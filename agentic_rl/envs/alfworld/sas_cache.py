@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import fast_downward
 
-from agentic_rl.envs.alfworld.data import default_cache_dir
+from agentic_rl.envs.alfworld.install import default_cache_dir
 
 _MEMORY_SIZE = 64  # games kept in memory; the disk cache serves the rest
 _FORMAT = 1

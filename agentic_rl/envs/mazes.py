@@ -1,10 +1,11 @@
 """Continuous mazes from gymnasium-robotics behind a goal-conditioned interface (SPEC E3).
 
-``PointMaze_UMaze-v3``, ``PointMaze_Medium-v3``, ``PointMaze_Large-v3`` and ``AntMaze_UMaze-v5``
-already return dict observations (``observation``, ``achieved_goal``, ``desired_goal``).
-``GoalMaze`` adds what the rest of the framework expects from a goal-conditioned env: a
-vectorised ``compute_reward`` and ``is_success`` (goal within ``SUCCESS_RADIUS``),
-``info["is_success"]`` on every step, and float32 observations. ``continuing_task=False`` by default, so success terminates the episode.
+The point (``PointMaze_<layout>-v3``) and ant (``AntMaze_<layout>-v5``) mazes of
+``registration.MAZE_LAYOUTS`` already return dict observations (``observation``,
+``achieved_goal``, ``desired_goal``). ``GoalMaze`` adds what the rest of the framework
+expects from a goal-conditioned env: a vectorised ``compute_reward`` and ``is_success`` (goal
+within ``SUCCESS_RADIUS``), ``info["is_success"]`` on every step, and float32 observations.
+``continuing_task=False`` by default, so success terminates the episode.
 """
 
 from __future__ import annotations

@@ -12,12 +12,15 @@ GRID_IDS = {
     "agentic_rl/KeyDoor-v0": {"layout": "keydoor", "max_episode_steps": 200},
     "agentic_rl/KeyDoorLarge-v0": {"layout": "keydoor_large", "max_episode_steps": 300},
 }
-MAZE_IDS: dict[str, str] = {
-    "agentic_rl/PointMaze_UMaze-v3": "PointMaze_UMaze-v3",
-    "agentic_rl/PointMaze_Medium-v3": "PointMaze_Medium-v3",
-    "agentic_rl/PointMaze_Large-v3": "PointMaze_Large-v3",
-    "agentic_rl/AntMaze_UMaze-v5": "AntMaze_UMaze-v5",
-}
+# gymnasium-robotics' sparse point (v3) and ant (v5) mazes: every layout, and for the open,
+# medium and large ones the variants whose goals (_Diverse_G) or goals and starts
+# (_Diverse_GR) are drawn from several cells
+MAZE_LAYOUTS = ("UMaze", "Open", "Open_Diverse_G", "Open_Diverse_GR", "Medium",
+                "Medium_Diverse_G", "Medium_Diverse_GR", "Large", "Large_Diverse_G",
+                "Large_Diverse_GR")
+MAZE_IDS: dict[str, str] = {f"agentic_rl/{name}": name for name in (
+    [f"PointMaze_{layout}-v3" for layout in MAZE_LAYOUTS]
+    + [f"AntMaze_{layout}-v5" for layout in MAZE_LAYOUTS])}
 POINT_ID = "agentic_rl/PointReach-v0"
 ALFWORLD_ID = "agentic_rl/ALFWorld-v0"
 

@@ -11,7 +11,9 @@ from agentic_rl.envs.mazes import SUCCESS_RADIUS, is_success, make_maze, registe
 
 
 @pytest.mark.parametrize("name", ["PointMaze_UMaze-v3", "PointMaze_Medium-v3",
-                                  "PointMaze_Large-v3", "AntMaze_UMaze-v5"])
+                                  "PointMaze_Large-v3", "PointMaze_Large_Diverse_GR-v3",
+                                  "AntMaze_UMaze-v5", "AntMaze_Medium-v5",
+                                  "AntMaze_Open_Diverse_G-v5"])
 def test_mazes_pass_checker_and_expose_goal_interface(name):
     env = make_maze(name)
     check_env(env, skip_render_check=True)

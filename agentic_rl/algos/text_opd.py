@@ -182,7 +182,7 @@ class TextOPD:
         if final is None or self.config.rl != "ppo":
             return
         extended = with_final_step(episode, final)
-        batch = self.to_device(collate([extended], self.subgoal_table(), self.table.texts))
+        batch = self.collated([extended])
         _, values, _ = self.forward(batch)
         episode.bootstrap_value = float(values[0, len(episode)])
 
@@ -205,11 +205,11 @@ class TextOPD:
             batch = {**batch, "object": flags.to(self.device)}
         return self.policy(self.embeddings(), batch, memory, success)
 
-    def subgoal_table(self) -> torch.Tensor | None:
-        """The (CPU) table ``collate`` turns subgoal ids into vectors with."""
-        return self.table.tensor() if self.config.manager is not None else None
-
-    def to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def collated(self, episodes: list[TextEpisode]) -> dict[str, torch.Tensor]:
+        """``collate``'s padded ``[E, T, ...]`` batch of ``episodes`` on the learner's device,
+        subgoal ids turned into table vectors when a Manager is configured."""
+        subgoals = self.table.tensor() if self.config.manager is not None else None
+        batch = collate(episodes, subgoals, self.table.texts)
         return {key: value.to(self.device) for key, value in batch.items()}
 
     # ------------------------------------------------------------------ losses (the group
@@ -219,14 +219,14 @@ class TextOPD:
                         ) -> tuple[list[np.ndarray], np.ndarray]:
         """Shaped rewards and success labels (``text_manager.success_rewards``) from the
         predictor's chances on every step of ``episodes``."""
-        batch = self.to_device(collate(episodes, self.subgoal_table(), self.table.texts))
+        batch = self.collated(episodes)
         chance = torch.sigmoid(self.forward(batch, success=True)[3]).cpu()
         return success_rewards(self.table.texts, episodes, chance.numpy(),
                                self.config.manager.period, self.config.success_predictor)
 
     def distill_loss(self, prototypes: list[TextEpisode]) -> torch.Tensor:
         """Cross-entropy toward the prototype commands of a batch of episodes."""
-        batch = self.to_device(collate(prototypes, self.subgoal_table(), self.table.texts))
+        batch = self.collated(prototypes)
         logits, _, _ = self.forward(batch)
         mask = batch["step_mask"]
         logits, target = logits[mask], batch["action"][mask]

@@ -2,7 +2,7 @@
 + success predictor, + distillation) epochs over one batch of rollout episodes.
 
 Functions over the learner, as ``sac_grads`` is over ``SAC``: the learner owns the policy, its
-optimiser and the batch plumbing (``collate`` onto its device); the losses' math is in
+optimiser and the batch plumbing (``TextOPD.collated``); the losses' math is in
 ``hgpo_losses`` and ``text_losses``.
 """
 
@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from agentic_rl.algos.hgpo_losses import ppo_policy_loss, value_loss
-from agentic_rl.data.text_episodes import TextEpisode, collate
+from agentic_rl.data.text_episodes import TextEpisode
 
 if TYPE_CHECKING:
     from agentic_rl.algos.text_opd import TextOPD
@@ -78,7 +78,7 @@ def minibatch_loss(learner: TextOPD, minibatch: list[TextEpisode], targets: dict
     minibatch's steps' ``advantage``, ``return`` and ``success`` labels (or None), ``[S]``
     arrays in episode order."""
     c, device = learner.config, learner.device
-    batch = learner.to_device(collate(minibatch, learner.subgoal_table(), learner.table.texts))
+    batch = learner.collated(minibatch)
     success, log_prob, values, entropy = step_log_probs(learner, batch)
     old = batch["log_prob"][batch["step_mask"]]
     adv = torch.from_numpy(targets["advantage"]).to(device)
